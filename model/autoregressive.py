@@ -1,0 +1,118 @@
+"""Autoregressive baseline: a causal transformer decoder over plain LaTeX tokens.
+
+Same encoder as GryphOne, so "diffusion vs autoregressive" compares decoders alone. Ids come from
+`tokenizer.TokenVocab` (PAD 0, BOS 1, EOS 2). Greedy and beam search decode with a key/value cache
+for self-attention and cached cross-attention keys/values of the encoder memory.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .layers import DecoderBlock
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+class ARDecoder(nn.Module):
+    def __init__(self, num_tokens: int, max_len: int, dim: int, depth: int, heads: int, mem_dim: int,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.max_len = max_len
+        self.tok_emb = nn.Embedding(num_tokens, dim)
+        self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, num_tokens)
+
+    def memory_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [block.cross_attn.project_kv(memory) for block in self.blocks]
+
+    def forward(self, tokens: torch.Tensor, mem_kv, caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
+        """Teacher-forced logits [B, L, V]; with `caches`, `tokens` are the new positions from `start`."""
+        x = self.tok_emb(tokens) + self.pos_emb[:, start: start + tokens.shape[1]]
+        x = self.drop(x)
+        for i, (block, kv) in enumerate(zip(self.blocks, mem_kv)):
+            x = block(x, kv, causal=True, self_cache=None if caches is None else caches[i])
+        return self.head(self.norm(x))
+
+
+def ar_loss(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Next-token CE; ids [B, L] = BOS tokens EOS PAD...; PAD targets ignored."""
+    logits = decoder(ids[:, :-1], mem_kv)
+    target = ids[:, 1:].masked_fill(ids[:, 1:] == PAD, -100)
+    ce = F.cross_entropy(logits.float().transpose(1, 2), target, ignore_index=-100)
+    return {"loss": ce, "ce": ce.detach()}
+
+
+@torch.no_grad()
+def greedy(decoder: ARDecoder, mem_kv) -> torch.Tensor:
+    """Greedy decoding; returns ids [B, <=max_len] starting with BOS, PAD after EOS."""
+    b = mem_kv[0][0].shape[0]
+    dev = mem_kv[0][0].device
+    caches: list[dict] = [{} for _ in decoder.blocks]
+    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
+    done = torch.zeros(b, dtype=torch.bool, device=dev)
+    for pos in range(decoder.max_len - 1):
+        logits = decoder(out[:, -1:], mem_kv, caches, start=pos)[:, -1]
+        nxt = logits.argmax(-1).masked_fill(done, PAD)
+        out = torch.cat([out, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    return out
+
+
+@torch.no_grad()
+def beam_search(decoder: ARDecoder, mem_kv, beam: int = 5, length_penalty: float = 1.0) -> torch.Tensor:
+    """Beam search, one image at a time (batch of beams); score = log p / len**length_penalty."""
+    results = []
+    for i in range(mem_kv[0][0].shape[0]):
+        kv = [(k[i: i + 1].expand(beam, -1, -1, -1), v[i: i + 1].expand(beam, -1, -1, -1)) for k, v in mem_kv]
+        results.append(_beam_one(decoder, kv, beam, length_penalty))
+    width = max(len(r) for r in results)
+    out = torch.full((len(results), width), PAD, dtype=torch.long, device=mem_kv[0][0].device)
+    for i, r in enumerate(results):
+        out[i, : len(r)] = r
+    return out
+
+
+def _beam_one(decoder: ARDecoder, kv, beam: int, length_penalty: float) -> torch.Tensor:
+    dev = kv[0][0].device
+    caches: list[dict] = [{} for _ in decoder.blocks]
+    seqs = torch.full((beam, 1), BOS, dtype=torch.long, device=dev)
+    scores = torch.zeros(beam, device=dev)
+    scores[1:] = float("-inf")  # all beams start identical: expand from the first only
+    finished: list[tuple[float, torch.Tensor]] = []
+    for pos in range(decoder.max_len - 1):
+        logp = decoder(seqs[:, -1:], kv, caches, start=pos)[:, -1].float().log_softmax(-1)
+        cand = (scores[:, None] + logp).view(-1)
+        top, idx = cand.topk(2 * beam)
+        vocab = logp.shape[1]
+        keep_src, keep_tok, keep_score = [], [], []
+        for s, j in zip(top.tolist(), idx.tolist()):
+            src, tok = divmod(j, vocab)
+            if s == float("-inf"):
+                break
+            if tok == EOS:
+                seq = torch.cat([seqs[src], torch.tensor([EOS], device=dev)])
+                finished.append((s / (len(seq) - 1) ** length_penalty, seq))
+            else:
+                keep_src.append(src), keep_tok.append(tok), keep_score.append(s)
+            if len(keep_src) == beam:
+                break
+        best_done = max((f[0] for f in finished), default=float("-inf"))
+        if not keep_src or len(finished) >= beam and best_done >= max(keep_score) / (pos + 2) ** length_penalty:
+            break
+        while len(keep_src) < beam:  # pad the beam with dead copies
+            keep_src.append(keep_src[0]), keep_tok.append(keep_tok[0]), keep_score.append(float("-inf"))
+        src_t = torch.tensor(keep_src, device=dev)
+        for c in caches:
+            c["k"], c["v"] = c["k"][src_t], c["v"][src_t]
+        seqs = torch.cat([seqs[src_t], torch.tensor(keep_tok, device=dev)[:, None]], 1)
+        scores = torch.tensor(keep_score, device=dev)
+    if not finished:  # ran out of length: take the best open hypothesis
+        finished.append((scores.max().item(), seqs[scores.argmax()]))
+    return max(finished, key=lambda f: f[0])[1]

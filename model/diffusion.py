@@ -1,0 +1,224 @@
+"""The SAT masked-diffusion decoder: forward masking, the RMML loss, and its samplers.
+
+A label is a fixed window of `max_len` positions, each a (symbol id, modifier id) pair from
+`tokenizer.SATVocab` (PAD after the label, MASK for "unknown"). Training masks each position of a
+sample with probability t/T (t ~ U{1..T}), in both streams at once, and predicts every position
+from the image and the visible positions. Random-masking mutual learning (RMML) draws two masked
+views of the same target, runs them as one decoder batch, and adds a symmetric per-position KL.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .layers import DecoderBlock
+
+PAD, MASK = 0, 1  # same ids as tokenizer.SATVocab, in both vocabularies
+
+
+class SATDecoder(nn.Module):
+    """Bidirectional decoder over (symbol, modifier) positions; input emb = E_sym + E_mod + E_pos."""
+
+    def __init__(self, num_symbols: int, num_modifiers: int, max_len: int, dim: int, depth: int,
+                 heads: int, mem_dim: int, dropout: float = 0.0, forest_depths: int = 0):
+        super().__init__()
+        self.max_len = max_len
+        self.sym_emb = nn.Embedding(num_symbols, dim)
+        self.mod_emb = nn.Embedding(num_modifiers, dim)
+        self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.sym_head = nn.Linear(dim, num_symbols)
+        self.mod_head = nn.Linear(dim, num_modifiers)
+        # optional PosFormer-style position-forest heads: nesting level and relation (M/L/R)
+        self.forest_depths = forest_depths
+        if forest_depths:
+            self.level_head = nn.Linear(dim, forest_depths)
+            self.relation_head = nn.Linear(dim, 3)
+
+    def memory_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each layer's cross-attention keys/values of the encoder memory: compute once, reuse every step."""
+        return [block.cross_attn.project_kv(memory) for block in self.blocks]
+
+    def forward(self, symbols: torch.Tensor, modifiers: torch.Tensor,
+                mem_kv: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        x = self.sym_emb(symbols) + self.mod_emb(modifiers) + self.pos_emb[:, : symbols.shape[1]]
+        x = self.drop(x)
+        for block, kv in zip(self.blocks, mem_kv):
+            x = block(x, kv)
+        x = self.norm(x)
+        out = {"sym": self.sym_head(x), "mod": self.mod_head(x)}
+        if self.forest_depths:
+            out["level"], out["relation"] = self.level_head(x), self.relation_head(x)
+        return out
+
+
+def repeat_kv(mem_kv: list[tuple[torch.Tensor, torch.Tensor]], n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Tile cached keys/values along the batch for `n` views of each image (views are view-major)."""
+    return [(k.repeat(n, 1, 1, 1), v.repeat(n, 1, 1, 1)) for k, v in mem_kv]
+
+
+def mask_view(symbols: torch.Tensor, modifiers: torch.Tensor, T: int,
+              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Forward process: per sample t ~ U{1..T}; each position masked with probability t/T, both streams.
+
+    Returns (masked symbols, masked modifiers, bool mask [B, L]).
+    """
+    b, n = symbols.shape
+    dev = symbols.device
+    t = torch.randint(1, T + 1, (b, 1), generator=generator, device=dev)
+    mask = torch.rand(b, n, generator=generator, device=dev) < t.float() / T
+    return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask, MASK), mask
+
+
+@dataclass
+class LossConfig:
+    T: int = 50
+    rmml: bool = True          # two masked views + symmetric KL
+    kl_weight: float = 1.0
+    pad_weight: float = 1.0    # weight of PAD positions in the CE (real positions weigh 1)
+    masked_only: bool = False  # CE on masked positions only (MDLM); the paper uses all positions
+    forest_weight: float = 0.0
+
+
+def _kl_per_position(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) per position [B, L] (summed over the vocabulary only, never over positions)."""
+    logp, logq = F.log_softmax(logits_p.float(), -1), F.log_softmax(logits_q.float(), -1)
+    return (logp.exp() * (logp - logq)).sum(-1)
+
+
+def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers: torch.Tensor,
+                   cfg: LossConfig, generator: torch.Generator,
+                   forest: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """The training loss (CE of both heads, + KL of both heads between two views under RMML).
+
+    Returns a dict with the scalar `loss` to optimize and detached parts for logging: CE on real
+    positions and on PAD apart, and the per-position KL.
+    """
+    views = 2 if cfg.rmml else 1
+    masked = [mask_view(symbols, modifiers, cfg.T, generator) for _ in range(views)]
+    in_sym = torch.cat([m[0] for m in masked])
+    in_mod = torch.cat([m[1] for m in masked])
+    mask = torch.cat([m[2] for m in masked])
+    out = decoder(in_sym, in_mod, repeat_kv(mem_kv, views) if views > 1 else mem_kv)
+
+    tgt_sym, tgt_mod = symbols.repeat(views, 1), modifiers.repeat(views, 1)
+    ce_sym = F.cross_entropy(out["sym"].float().transpose(1, 2), tgt_sym, reduction="none")
+    ce_mod = F.cross_entropy(out["mod"].float().transpose(1, 2), tgt_mod, reduction="none")
+    real = tgt_sym != PAD
+    weight = torch.where(real, 1.0, cfg.pad_weight)
+    if cfg.masked_only:
+        weight = weight * mask
+    denom = weight.sum().clamp_min(1.0)
+    ce = ((ce_sym + ce_mod) * weight).sum() / denom
+    loss = ce * views  # CE(view1) + CE(view2), each a mean over its positions
+    parts = {
+        "ce": ce.detach(),
+        "ce_sym_real": (ce_sym * real).sum().detach() / real.sum().clamp_min(1),
+        "ce_sym_pad": (ce_sym * ~real).sum().detach() / (~real).sum().clamp_min(1),
+        "ce_mod_real": (ce_mod * real).sum().detach() / real.sum().clamp_min(1),
+        "ce_mod_pad": (ce_mod * ~real).sum().detach() / (~real).sum().clamp_min(1),
+    }
+    if views == 2:
+        b = symbols.shape[0]
+        kl = symbols.new_zeros((), dtype=torch.float32)
+        for head in ("sym", "mod"):
+            p, q = out[head][:b], out[head][b:]
+            kl = kl + (_kl_per_position(p, q) + _kl_per_position(q, p)).mean()
+        loss = loss + cfg.kl_weight * kl
+        parts["kl"] = kl.detach()
+    if forest is not None and cfg.forest_weight > 0 and "level" in out:
+        level, relation = (f.repeat(views, 1) for f in forest)
+        aux = F.cross_entropy(out["level"].float().transpose(1, 2), level, ignore_index=-100) + \
+            F.cross_entropy(out["relation"].float().transpose(1, 2), relation, ignore_index=-100)
+        loss = loss + cfg.forest_weight * aux
+        parts["forest"] = aux.detach()
+    parts["loss"] = loss
+    return parts
+
+
+def _no_mask(logits: torch.Tensor) -> torch.Tensor:
+    """The MASK id is an input-only token: never predict it."""
+    logits = logits.float().clone()
+    logits[..., MASK] = float("-inf")
+    return logits
+
+
+def _truncate_after_pad(sym: torch.Tensor, mod: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Everything from the first predicted PAD on becomes PAD (variable length in a fixed window)."""
+    after = (sym == PAD).cumsum(1) > 0
+    return sym.masked_fill(after, PAD), mod.masked_fill(after, PAD)
+
+
+@torch.no_grad()
+def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generator | None = None,
+                  early_exit: bool = False, history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paper's sampler: start all-MASK; for t = T..1 predict every position (argmax), then
+    re-mask each position independently with probability (t-1)/T. Earlier tokens can still change.
+
+    early_exit: stop once a step's prediction equals the previous step's for the whole batch.
+    history: if a list, each step's (symbols, modifiers) prediction is appended (for the refinement plot).
+    """
+    b = mem_kv[0][0].shape[0]
+    dev = mem_kv[0][0].device
+    n = decoder.max_len
+    sym = torch.full((b, n), MASK, dtype=torch.long, device=dev)
+    mod = torch.full_like(sym, MASK)
+    prev = None
+    for t in range(T, 0, -1):
+        out = decoder(sym, mod, mem_kv)
+        p_sym, p_mod = _truncate_after_pad(_no_mask(out["sym"]).argmax(-1), _no_mask(out["mod"]).argmax(-1))
+        if history is not None:
+            history.append((p_sym.clone(), p_mod.clone()))
+        if t == 1 or (early_exit and prev is not None and torch.equal(prev, torch.stack([p_sym, p_mod]))):
+            return p_sym, p_mod
+        prev = torch.stack([p_sym, p_mod])
+        remask = torch.rand(b, n, generator=generator, device=dev) < (t - 1) / T
+        sym, mod = p_sym.masked_fill(remask, MASK), p_mod.masked_fill(remask, MASK)
+    raise AssertionError("unreachable")
+
+
+@torch.no_grad()
+def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = False,
+                        history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask-predict (Ghazvininejad et al., 2019): keep confident tokens, re-mask the least confident.
+
+    Only positions before the first predicted PAD are ranked (PAD is the most confident token and
+    would otherwise be committed first); positions after it are fixed to PAD. At iteration s of T,
+    floor(len * (T-1-s)/T) positions are re-masked. Deterministic.
+    """
+    b = mem_kv[0][0].shape[0]
+    dev = mem_kv[0][0].device
+    n = decoder.max_len
+    sym = torch.full((b, n), MASK, dtype=torch.long, device=dev)
+    mod = torch.full_like(sym, MASK)
+    conf = torch.zeros(b, n, device=dev)
+    positions = torch.arange(n, device=dev)[None]
+    for s in range(T):
+        masked = sym == MASK
+        out = decoder(sym, mod, mem_kv)
+        ps, pi = _no_mask(out["sym"]).softmax(-1).max(-1)
+        ms, mi = _no_mask(out["mod"]).softmax(-1).max(-1)
+        sym = torch.where(masked, pi, sym)
+        mod = torch.where(masked, mi, mod)
+        conf = torch.where(masked, ps * ms, conf)
+        sym, mod = _truncate_after_pad(sym, mod)
+        length = torch.where((sym == PAD).any(1), (sym == PAD).float().argmax(1), torch.full((b,), n, device=dev))
+        if history is not None:
+            history.append((sym.clone(), mod.clone()))
+        n_mask = (length.float() * (T - 1 - s) / T).floor().long()
+        if (n_mask == 0).all():
+            if early_exit or s == T - 1:
+                return sym, mod
+            continue
+        ranked = torch.where(positions < length[:, None], conf, torch.full_like(conf, float("inf")))
+        order = ranked.argsort(1)  # least confident first
+        rank = torch.empty_like(order)
+        rank.scatter_(1, order, positions.expand(b, n).contiguous())
+        remask = rank < n_mask[:, None]
+        sym, mod = sym.masked_fill(remask, MASK), mod.masked_fill(remask, MASK)
+    return sym, mod

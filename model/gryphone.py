@@ -1,0 +1,141 @@
+"""GryphOne (ViT encoder + SAT masked-diffusion decoder) and the autoregressive baseline on the same encoder.
+
+`ModelConfig` holds every architectural choice; `build_model` turns it into one of two modules with
+one interface: `loss(images, batch, generator)` for training and `recognize(images, ...)` for decoding
+to id arrays (the caller turns ids into LaTeX with the vocabulary saved in the checkpoint).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn as nn
+
+from .autoregressive import ARDecoder, ar_loss, beam_search, greedy
+from .diffusion import LossConfig, SATDecoder, diffusion_loss, sample_mask_predict, sample_remask
+from .encoder import ViTEncoder
+
+
+@dataclass
+class ModelConfig:
+    kind: str = "diffusion"               # "diffusion" (GryphOne) | "ar" (baseline)
+    image_size: tuple[int, int] = (224, 224)
+    patch: int = 8
+    enc_dim: int = 384
+    enc_depth: int = 12
+    enc_heads: int = 6
+    conv_stem: bool = False
+    dec_dim: int = 384
+    dec_depth: int = 5
+    dec_heads: int = 8
+    dropout: float = 0.3
+    max_len: int = 150                    # SAT positions (diffusion) or tokens incl. BOS/EOS (ar)
+    num_symbols: int = 0                  # filled from the vocabulary
+    num_modifiers: int = 0
+    num_tokens: int = 0                   # ar only
+    forest_depths: int = 0                # >0 adds position-forest heads (levels 0..forest_depths-1)
+    loss: LossConfig = field(default_factory=LossConfig)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        d = dict(d)
+        d["loss"] = LossConfig(**d.get("loss", {}))
+        d["image_size"] = tuple(d.get("image_size", (224, 224)))
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model config keys: {sorted(unknown)}")
+        return cls(**d)
+
+
+class GryphOne(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = ViTEncoder(cfg.image_size, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads,
+                                  cfg.conv_stem)
+        self.decoder = SATDecoder(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,
+                                  cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths)
+
+    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """The training loss (forward() so that DDP and torch.compile see it)."""
+        return self.loss(images, batch, generator)
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        forest = (batch["level"], batch["relation"]) if "level" in batch else None
+        return diffusion_loss(self.decoder, mem_kv, batch["symbols"], batch["modifiers"], self.cfg.loss,
+                              generator, forest)
+
+    @torch.no_grad()
+    def recognize(self, images: torch.Tensor, *, T: int = 10, sampler: str = "remask",
+                  generator: torch.Generator | None = None, early_exit: bool = False,
+                  history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decode a batch to (symbol ids, modifier ids), each [B, max_len], PAD after the label."""
+        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        if sampler == "remask":
+            return sample_remask(self.decoder, mem_kv, T, generator, early_exit, history)
+        if sampler == "mask-predict":
+            return sample_mask_predict(self.decoder, mem_kv, T, early_exit, history)
+        raise ValueError(f"unknown sampler {sampler!r} (remask | mask-predict)")
+
+
+class ARRecognizer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = ViTEncoder(cfg.image_size, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads,
+                                  cfg.conv_stem)
+        self.decoder = ARDecoder(cfg.num_tokens, cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
+                                 cfg.enc_dim, cfg.dropout)
+
+    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return self.loss(images, batch, generator)
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return ar_loss(self.decoder, self.decoder.memory_kv(self.encoder(images)), batch["tokens"])
+
+    @torch.no_grad()
+    def recognize(self, images: torch.Tensor, *, beam: int = 1, **_: object) -> torch.Tensor:
+        """Decode a batch to token ids [B, <=max_len] (BOS ... EOS PAD)."""
+        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        return greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)
+
+
+def build_model(cfg: ModelConfig) -> GryphOne | ARRecognizer:
+    if cfg.kind == "diffusion":
+        if not (cfg.num_symbols and cfg.num_modifiers):
+            raise ValueError("diffusion model needs num_symbols and num_modifiers from the vocabulary")
+        return GryphOne(cfg)
+    if cfg.kind == "ar":
+        if not cfg.num_tokens:
+            raise ValueError("autoregressive model needs num_tokens from the vocabulary")
+        return ARRecognizer(cfg)
+    raise ValueError(f"unknown model kind {cfg.kind!r} (diffusion | ar)")
+
+
+def count_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def flops_per_image(cfg: ModelConfig, train: bool = True) -> float:
+    """Matmul FLOPs per image (2 per multiply-add), forward only unless `train` (x3 for backward).
+
+    Counts the encoder over its patches and the decoder over its positions (both RMML views when on),
+    including attention score/value products; used for MFU.
+    """
+    n_patch = (cfg.image_size[0] // cfg.patch) * (cfg.image_size[1] // cfg.patch)
+    d, L = cfg.enc_dim, cfg.max_len
+    enc = cfg.enc_depth * (2 * n_patch * 12 * d * d + 2 * 2 * n_patch * n_patch * d)
+    enc += 2 * n_patch * d * cfg.patch * cfg.patch  # patch embedding
+    dd = cfg.dec_dim
+    per_layer = 2 * L * (4 * dd * dd + 8 * dd * dd + 2 * dd * dd) + 2 * 2 * L * L * dd + 2 * 2 * L * n_patch * dd
+    mem_kv = cfg.dec_depth * 2 * n_patch * d * 2 * dd
+    heads = 2 * L * dd * (cfg.num_symbols + cfg.num_modifiers + cfg.num_tokens)
+    views = 2 if (cfg.kind == "diffusion" and cfg.loss.rmml and train) else 1
+    dec = views * (cfg.dec_depth * per_layer + heads) + mem_kv
+    total = enc + dec
+    return float(total * (3 if train else 1))

@@ -1,0 +1,168 @@
+"""Training configurations: one dataclass, named presets, and `key=value` overrides.
+
+Presets (`--config NAME`):
+  micro       64x64, 2+2 layers, length 32: unit tests and overfit checks (tens of ms a step on CPU)
+  demo        the README demo: synthetic inks written by datasets_prep.synth, a few CPU minutes
+  tiny        TRAINING.md's TINY: 224x224, patch 16, width 128, 4+2 layers, length 150
+  crohme-cpu  the CPU reference run on CROHME shards (train on train, evaluate on test2014/test2016)
+  paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3, 60 epochs, RMML
+Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10`.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+
+from model import LossConfig, ModelConfig
+
+
+@dataclass
+class TrainConfig:
+    name: str = "custom"
+    data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
+    out: str = "runs/custom"
+    train_split: str = "train"
+    eval_splits: tuple[str, ...] = ("valid",)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    batch_size: int = 32                 # global batch (split across DDP ranks)
+    lr: float = 1e-4
+    weight_decay: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 0
+    schedule: str = "constant"           # constant | cosine (after warmup)
+    min_lr_ratio: float = 0.1
+    epochs: float = 60.0
+    max_steps: int = 0                   # >0 overrides epochs
+    max_minutes: float = 0.0             # >0: stop (with a checkpoint) after this wall time
+    grad_clip: float = 1.0
+    ema: float = 0.0                     # EMA decay of the weights; 0 disables
+    seed: int = 0
+    log_every: int = 20
+    eval_every: int = 0                  # steps between quick evals on the first eval split; 0 = at the end only
+    eval_limit: int = 200                # samples in a quick eval
+    ckpt_every: int = 500
+    eval_T: tuple[int, ...] = (1, 10, 50)
+    eval_seeds: int = 3                  # sampler seeds for the random re-mask decoder
+    num_workers: int = 2
+    device: str = "auto"                 # auto | cpu | cuda
+    compile: bool | None = None          # None: on for CUDA, off on CPU
+    bf16: bool | None = None             # None: on for CUDA, off on CPU
+    threads: int = 0                     # torch CPU threads; 0 = torch default
+    drop_invalid: bool = True            # skip training samples whose label failed validation
+    extended_modifiers: bool = False     # SAT extended modifier set
+    vocab_min_count: int = 1
+    ddp_check: bool = False              # each rank writes a digest of its parameters at the end (tests)
+
+
+def _micro() -> TrainConfig:
+    m = ModelConfig(image_size=(64, 64), patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
+                    dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
+    return TrainConfig(name="micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
+                       log_every=50, ckpt_every=0, eval_T=(1, 10), eval_seeds=1, num_workers=0,
+                       eval_splits=("train",))
+
+
+def _demo() -> TrainConfig:
+    m = ModelConfig(image_size=(64, 256), patch=16, enc_dim=128, enc_depth=4, enc_heads=4, conv_stem=True,
+                    dec_dim=128, dec_depth=2, dec_heads=4, dropout=0.1, max_len=40, loss=LossConfig(T=10))
+    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m, batch_size=32, lr=1e-3,
+                       weight_decay=1e-3, warmup_steps=100, schedule="cosine", max_steps=1200, log_every=50,
+                       eval_every=400, eval_limit=100, ckpt_every=400, eval_T=(1, 10), eval_seeds=2,
+                       eval_splits=("test",), num_workers=1)
+
+
+def _tiny() -> TrainConfig:
+    m = ModelConfig(image_size=(224, 224), patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
+                    dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
+    return TrainConfig(name="tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
+                       max_steps=2000, eval_T=(1, 10))
+
+
+def _crohme_cpu() -> TrainConfig:
+    m = ModelConfig(image_size=(96, 384), patch=16, enc_dim=192, enc_depth=6, enc_heads=6, conv_stem=True,
+                    dec_dim=192, dec_depth=3, dec_heads=8, dropout=0.1, max_len=96, loss=LossConfig(T=10))
+    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
+                       batch_size=16, lr=6e-4, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
+                       max_steps=12000, max_minutes=85, eval_every=2000, eval_limit=200, ckpt_every=500,
+                       eval_splits=("test2014", "test2016"), eval_T=(1, 10), eval_seeds=3, num_workers=1)
+
+
+def _paper() -> TrainConfig:
+    m = ModelConfig(image_size=(224, 224), patch=8, enc_dim=384, enc_depth=12, enc_heads=6, dec_dim=384,
+                    dec_depth=5, dec_heads=8, dropout=0.3, max_len=150, loss=LossConfig(T=50, rmml=True))
+    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
+                       lr=1e-4, weight_decay=1e-3, epochs=60, eval_splits=("valid", "test"), eval_T=(1, 10, 50),
+                       eval_seeds=10, num_workers=6, ckpt_every=2000)
+
+
+PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "paper": _paper}
+
+
+def preset(name: str) -> TrainConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown config {name!r}; choose from {', '.join(PRESETS)}")
+    return PRESETS[name]()
+
+
+def _parse_value(text: str, current: object) -> object:
+    if isinstance(current, bool) or current is None:
+        low = text.lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+        if low in ("none", "auto"):
+            return None
+    if isinstance(current, tuple):
+        kind = type(current[0]) if current else str
+        sep_text = text.replace("x", ",") if kind in (int, float) else text
+        return tuple(kind(p) for p in sep_text.split(",") if p)
+    if isinstance(current, bool):
+        raise ValueError(f"expected true/false, got {text!r}")
+    if isinstance(current, int):
+        value = float(text)
+        if not value.is_integer():
+            raise ValueError(f"expected an integer, got {text!r}")
+        return int(value)
+    if isinstance(current, float):
+        return float(text)
+    if isinstance(current, str):
+        return text
+    return ast.literal_eval(text)
+
+
+def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """Return a copy of cfg with `a.b.c=value` overrides applied; unknown keys are an error."""
+    cfg = copy.deepcopy(cfg)
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not key=value")
+        key, text = item.split("=", 1)
+        target: object = cfg
+        *path, leaf = key.strip().split(".")
+        for part in path:
+            if not dataclasses.is_dataclass(target) or not hasattr(target, part):
+                raise ValueError(f"unknown config key {key!r}")
+            target = getattr(target, part)
+        if not dataclasses.is_dataclass(target) or leaf not in {f.name for f in dataclasses.fields(target)}:
+            raise ValueError(f"unknown config key {key!r}")
+        try:
+            setattr(target, leaf, _parse_value(text, getattr(target, leaf)))
+        except (ValueError, SyntaxError) as exc:
+            raise ValueError(f"bad value for {key}: {text!r} ({exc})") from None
+    return cfg
+
+
+def to_dict(cfg: TrainConfig) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def from_dict(d: dict) -> TrainConfig:
+    d = dict(d)
+    d["model"] = ModelConfig.from_dict(d["model"])
+    for k in ("eval_splits", "eval_T", "betas"):
+        if k in d:
+            d[k] = tuple(d[k])
+    return TrainConfig(**d)

@@ -1,0 +1,156 @@
+"""Training data straight from the Arrow shards: memory-mapped rows, PNG decode, labels as SAT ids.
+
+Images are stored black ink on white (as the datasets ship); the model sees ink = 1 on 0, so zero
+padding equals background. Labels are encoded once up front; every sample that cannot be used
+(invalid label, unencodable, longer than the window, undecodable image) is counted by reason and
+listed, never dropped silently.
+"""
+from __future__ import annotations
+
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from datasets_prep.shards import ShardError, load_split
+from tokenizer import LatexError, SATVocab, TokenVocab, position_forest
+
+FOREST_RELATIONS = {"M": 0, "L": 1, "R": 2}
+
+
+def image_to_tensor(png: bytes, size: tuple[int, int]) -> torch.Tensor:
+    """PNG bytes (black on white) -> float tensor [1, H, W], ink = 1. Raises ValueError on a bad image."""
+    with Image.open(io.BytesIO(png)) as im:
+        arr = np.asarray(im.convert("L"), dtype=np.uint8)
+    if arr.shape != tuple(size):
+        raise ValueError(f"image is {arr.shape[0]}x{arr.shape[1]}, the model expects {size[0]}x{size[1]}")
+    return torch.from_numpy(255 - arr).float().div_(255.0)[None]
+
+
+def forest_targets(latex: str, max_len: int, depths: int) -> tuple[np.ndarray, np.ndarray]:
+    """Position-forest labels aligned with SAT positions: nesting level and last relation (-100 = ignore)."""
+    level = np.full(max_len, -100, dtype=np.int64)
+    relation = np.full(max_len, -100, dtype=np.int64)
+    for i, path in enumerate(position_forest(latex)[:max_len]):
+        level[i] = min(len(path) - 1, depths - 1)
+        relation[i] = FOREST_RELATIONS.get(path[-1], 0)
+    return level, relation
+
+
+@dataclass
+class SplitData:
+    """The usable rows of one split, their encoded labels, and an account of what was left out."""
+
+    table: object                       # pyarrow.Table, memory-mapped
+    rows: np.ndarray                    # indices into table
+    labels: list[str]
+    targets: dict[str, np.ndarray]      # name -> [len(rows), max_len] int64
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: list[dict] = field(default_factory=list)
+
+
+def load_split_data(split_dir: Path, vocab: SATVocab | TokenVocab, max_len: int, *, drop_invalid: bool = True,
+                    forest_depths: int = 0, keep_all: bool = False) -> SplitData:
+    """Encode every label of a split.
+
+    keep_all: keep rows whose label cannot be encoded (evaluation must score every sample: their
+    targets are all PAD and only the reference string is used).
+    """
+    table = load_split(split_dir)
+    latex = table.column("latex").to_pylist()
+    errors = table.column("label_error").to_pylist() if "label_error" in table.column_names else [None] * len(latex)
+    rows, labels = [], []
+    names = ["tokens"] if isinstance(vocab, TokenVocab) else ["symbols", "modifiers"]
+    if forest_depths:
+        names += ["level", "relation"]
+    cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    skipped: Counter = Counter()
+    examples: list[dict] = []
+    pad = np.zeros(max_len, dtype=np.int64)
+
+    def skip(i: int, reason: str, detail: str) -> None:
+        skipped[reason] += 1
+        if len(examples) < 20:
+            examples.append({"row": i, "reason": reason, "detail": detail, "latex": latex[i]})
+
+    for i, (text, err) in enumerate(zip(latex, errors)):
+        if err and drop_invalid and not keep_all:
+            skip(i, "invalid-label", err)
+            continue
+        try:
+            if isinstance(vocab, TokenVocab):
+                enc = {"tokens": vocab.encode(text, max_len)}
+            else:
+                e = vocab.encode(text, max_len)
+                enc = {"symbols": e.symbols, "modifiers": e.modifiers}
+            if forest_depths:
+                enc["level"], enc["relation"] = forest_targets(text, max_len, forest_depths)
+        except LatexError as exc:
+            if not keep_all:
+                skip(i, getattr(exc, "kind", "label-error"), str(exc))
+                continue
+            skipped[f"scored-unencodable:{getattr(exc, 'kind', 'label-error')}"] += 1
+            enc = {n: pad for n in names}
+        rows.append(i)
+        labels.append(text)
+        for n in names:
+            cols[n].append(enc[n])
+    targets = {n: (np.stack(v) if v else np.zeros((0, max_len), dtype=np.int64)) for n, v in cols.items()}
+    return SplitData(table, np.asarray(rows, dtype=np.int64), labels, targets, skipped, examples)
+
+
+class ShardDataset(torch.utils.data.Dataset):
+    """Map-style dataset over SplitData; items are dicts of tensors plus the reference LaTeX."""
+
+    def __init__(self, data: SplitData, image_size: tuple[int, int]):
+        self.data, self.image_size = data, tuple(image_size)
+        self.images = data.table.column("image")
+
+    def __len__(self) -> int:
+        return len(self.data.rows)
+
+    def __getitem__(self, i: int) -> dict:
+        row = int(self.data.rows[i])
+        cell = self.images[row].as_py()
+        png = cell["bytes"] if isinstance(cell, dict) else cell
+        try:
+            image = image_to_tensor(png, self.image_size)
+        except Exception as exc:  # a corrupt PNG must name the sample, not kill a worker with a bare trace
+            path = self.data.table.column("path")[row].as_py() if "path" in self.data.table.column_names else row
+            raise ValueError(f"sample {path}: cannot decode image: {exc}") from None
+        item = {"image": image, "latex": self.data.labels[i], "index": i}
+        for name, arr in self.data.targets.items():
+            item[name] = torch.from_numpy(arr[i])
+        return item
+
+
+def collate(items: list[dict]) -> dict:
+    out = {k: torch.stack([it[k] for it in items]) for k in items[0] if k not in ("latex", "index")}
+    out["latex"] = [it["latex"] for it in items]
+    out["index"] = torch.tensor([it["index"] for it in items])
+    return out
+
+
+def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0, world: int = 1) -> list[list[int]]:
+    """The batches of one epoch: a permutation seeded by (seed, epoch), cut into global batches
+    (last partial batch dropped), each split across ranks. Deterministic, so resuming at batch k of
+    epoch e replays exactly what an uninterrupted run would have seen."""
+    g = np.random.default_rng([seed, epoch])
+    perm = g.permutation(n)
+    per_rank = batch_size // world
+    batches = []
+    for start in range(0, n - batch_size + 1, batch_size):
+        chunk = perm[start: start + batch_size]
+        batches.append(chunk[rank * per_rank: (rank + 1) * per_rank].tolist())
+    if not batches and n:  # tiny sets: one batch of everything (repeats allowed)
+        idx = np.resize(perm, batch_size)
+        batches.append(idx[rank * per_rank: (rank + 1) * per_rank].tolist())
+    return batches
+
+
+__all__ = ["ShardDataset", "ShardError", "SplitData", "collate", "epoch_batches", "image_to_tensor",
+           "load_split_data"]

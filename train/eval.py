@@ -1,0 +1,135 @@
+"""Evaluate a checkpoint on shard splits: CER, EM, ExpRate <=1/<=2, symbol and structure error rates.
+
+Every sample of a split is scored (an unencodable or over-long reference still counts, as a miss the
+model cannot avoid); metrics come from `tokenizer.metrics`, computed on decoded LaTeX. The stochastic
+re-mask sampler is run over several seeds and reported as mean and spread.
+
+    python -m train.eval --ckpt runs/demo/ckpt.pt --data runs/demo/shards --splits test --T 1,10
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tokenizer import TokenVocab
+from tokenizer.metrics import score
+
+from .checkpoint import CheckpointError
+from .data import ShardDataset, ShardError, collate, load_split_data
+from .inference import DecoderSpec, load_model, recognize
+
+
+def default_specs(vocab, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
+                  beams=(1,)) -> list[DecoderSpec]:
+    if isinstance(vocab, TokenVocab):
+        return [DecoderSpec("greedy" if b <= 1 else "beam", beam=b) for b in beams]
+    specs = []
+    for sampler in samplers:
+        for T in Ts:
+            n = seeds if (sampler == "remask" and T > 1) else 1
+            specs += [DecoderSpec(sampler, T=T, seed=s) for s in range(n)]
+    return specs
+
+
+def decode_split(model, vocab, dataset: ShardDataset, spec: DecoderSpec, batch_size: int = 32) -> list[str]:
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=collate)
+    hyps: list[str] = []
+    for i, batch in enumerate(loader):
+        hyps += recognize(model, vocab, batch["image"], DecoderSpec(spec.sampler, spec.T, spec.beam,
+                                                                    spec.seed * 100_003 + i))
+    return hyps
+
+
+def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[DecoderSpec],
+             batch_size: int = 32) -> dict:
+    """{decoder name: {metric: mean, metric_std: spread, "seeds": n, "ms_per_image": ...}} plus samples."""
+    runs: dict[str, list[dict]] = {}
+    examples: dict[str, list[dict]] = {}
+    for spec in specs:
+        t0 = time.perf_counter()
+        hyps = decode_split(model, vocab, dataset, spec, batch_size)
+        elapsed = time.perf_counter() - t0
+        metrics = score(refs, hyps)
+        metrics["ms_per_image"] = 1000 * elapsed / max(1, len(refs))
+        runs.setdefault(spec.name, []).append(metrics)
+        if spec.name not in examples:
+            examples[spec.name] = [{"ref": r, "hyp": h} for r, h in zip(refs, hyps)]
+    report = {}
+    for name, per_seed in runs.items():
+        agg: dict[str, float] = {"seeds": len(per_seed)}
+        for key in per_seed[0]:
+            values = [m[key] for m in per_seed]
+            agg[key] = statistics.fmean(values)
+            if len(values) > 1:
+                agg[key + "_std"] = statistics.stdev(values)
+        report[name] = agg
+    return {"metrics": report, "examples": examples}
+
+
+def format_table(split: str, metrics: dict) -> str:
+    lines = [f"{split}: {next(iter(metrics.values()))['n']:.0f} samples",
+             f"  {'decoder':<18} {'ExpRate':>8} {'<=1':>7} {'<=2':>7} {'CER':>7} {'SymER':>7} {'StrER':>7} {'ms/img':>7}"]
+    for name, m in metrics.items():
+        spread = f" ±{100 * m['em_std']:.2f}" if "em_std" in m else ""
+        lines.append(f"  {name:<18} {100 * m['em']:>8.2f} {100 * m['exprate_le1']:>7.2f} {100 * m['exprate_le2']:>7.2f}"
+                     f" {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
+                     f" {100 * m['structure_error_rate']:>7.2f} {m['ms_per_image']:>7.1f}{spread}")
+    return "\n".join(lines)
+
+
+def evaluate_splits(model, vocab, mcfg, data_root: Path, splits, specs, batch_size=32, limit: int = 0) -> dict:
+    results = {}
+    for split in splits:
+        data = load_split_data(data_root / split, vocab, mcfg.max_len, keep_all=True)
+        if limit:
+            data.rows, data.labels = data.rows[:limit], data.labels[:limit]
+            data.targets = {k: v[:limit] for k, v in data.targets.items()}
+        dataset = ShardDataset(data, mcfg.image_size)
+        res = evaluate(model, vocab, dataset, data.labels, specs, batch_size)
+        res["unencodable_references"] = {k: v for k, v in data.skipped.items()}
+        results[split] = res
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m train.eval", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
+    ap.add_argument("--data", required=True, help="shard root (datasets_prep.inkml --out)")
+    ap.add_argument("--splits", default=None, help="comma-separated splits (default: the run's eval splits)")
+    ap.add_argument("--T", default="1,10,50", help="diffusion steps to evaluate, comma-separated")
+    ap.add_argument("--samplers", default="remask,mask-predict", help="remask and/or mask-predict")
+    ap.add_argument("--seeds", type=int, default=3, help="sampler seeds for the random re-mask decoder")
+    ap.add_argument("--beams", default="1", help="AR checkpoints: beam widths (1 = greedy)")
+    ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--no-ema", action="store_true", help="use the raw weights even when the run kept an EMA")
+    ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) here")
+    args = ap.parse_args(argv)
+    try:
+        model, vocab, mcfg, state = load_model(args.ckpt, args.device, use_ema=not args.no_ema)
+        splits = args.splits.split(",") if args.splits else list(state["train_config"]["eval_splits"])
+        specs = default_specs(vocab, [int(t) for t in args.T.split(",")], args.samplers.split(","), args.seeds,
+                              [int(b) for b in args.beams.split(",")])
+        results = evaluate_splits(model, vocab, mcfg, Path(args.data), splits, specs, args.batch_size, args.limit)
+    except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for split, res in results.items():
+        print(format_table(split, res["metrics"]))
+        if res["unencodable_references"]:
+            print(f"  references the model cannot produce (scored as given): {res['unencodable_references']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"ckpt": args.ckpt, "step": state["step"], "results": results},
+                                              indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

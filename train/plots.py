@@ -1,0 +1,117 @@
+"""Pictures of a run, drawn with Pillow (no plotting dependency): training curves, and one expression
+refined step by step by the diffusion sampler."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
+
+
+def _font(size: int = 12):
+    for name in ("DejaVuSans.ttf", "DejaVuSansMono.ttf"):
+        try:
+            return ImageFont.truetype(name, size)
+        except OSError:
+            continue
+    return ImageFont.load_default()
+
+
+def read_metrics(path: Path) -> list[dict]:
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill; the rest is still plotted
+    return rows
+
+
+def _panel(draw: ImageDraw.ImageDraw, box, series: dict[str, list[tuple[float, float]]], title: str,
+           log_y: bool = False) -> None:
+    x0, y0, x1, y1 = box
+    font = _font(12)
+    draw.rectangle(box, outline=(0, 0, 0))
+    draw.text((x0 + 4, y0 - 16), title, fill=(0, 0, 0), font=font)
+    pts = [p for s in series.values() for p in s if math.isfinite(p[1]) and (p[1] > 0 or not log_y)]
+    if not pts:
+        draw.text((x0 + 10, y0 + 10), "no data", fill=(120, 120, 120), font=font)
+        return
+    xs = [p[0] for p in pts]
+    ys = [math.log10(p[1]) if log_y else p[1] for p in pts]
+    xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    ymin, ymax = min(ys), max(ys) if max(ys) > min(ys) else min(ys) + 1
+    pad = 0.05 * (ymax - ymin)
+    ymin, ymax = ymin - pad, ymax + pad
+
+    def to_px(x, y):
+        yv = math.log10(y) if log_y else y
+        return (x0 + (x - xmin) / (xmax - xmin) * (x1 - x0), y1 - (yv - ymin) / (ymax - ymin) * (y1 - y0))
+
+    for frac in (0.0, 0.5, 1.0):
+        yv = ymin + frac * (ymax - ymin)
+        label = f"{10 ** yv:.3g}" if log_y else f"{yv:.3g}"
+        py = y1 - frac * (y1 - y0)
+        draw.line([(x0, py), (x1, py)], fill=(225, 225, 225))
+        draw.text((x0 - 48, py - 7), label, fill=(0, 0, 0), font=font)
+    draw.text((x0, y1 + 4), f"{xmin:.0f}", fill=(0, 0, 0), font=font)
+    draw.text((x1 - 40, y1 + 4), f"{xmax:.0f} steps", fill=(0, 0, 0), font=font)
+    for i, (name, s) in enumerate(series.items()):
+        s = [p for p in s if math.isfinite(p[1]) and (p[1] > 0 or not log_y)]
+        color = COLORS[i % len(COLORS)]
+        if len(s) > 1:
+            draw.line([to_px(*p) for p in s], fill=color, width=2)
+        elif s:
+            cx, cy = to_px(*s[0])
+            draw.ellipse([cx - 3, cy - 3, cx + 3, cy + 3], fill=color)
+        draw.text((x0 + 8, y0 + 6 + 15 * i), name, fill=color, font=font)
+
+
+def plot_curves(metrics_path: Path, out_png: Path) -> Path:
+    """Loss parts (log scale) and quick-eval ExpRate/CER against steps, from metrics.jsonl."""
+    rows = read_metrics(metrics_path)
+    train = [r for r in rows if "loss" in r]
+    evals = [r for r in rows if "eval" in r]
+    loss_keys = [k for k in ("loss", "ce_sym_real", "ce_mod_real", "ce_sym_pad", "kl") if any(k in r for r in train)]
+    series = {k: [(r["step"], r[k]) for r in train if k in r] for k in loss_keys}
+    eval_series: dict[str, list[tuple[float, float]]] = {}
+    for r in evals:
+        for name, m in r["eval"].items():
+            for metric in ("em", "cer"):
+                if metric in m:
+                    eval_series.setdefault(f"{name} {metric}", []).append((r["step"], m[metric]))
+    img = Image.new("RGB", (1000, 420), "white")
+    draw = ImageDraw.Draw(img)
+    _panel(draw, (70, 30, 480, 380), series, "training loss (log)", log_y=True)
+    _panel(draw, (570, 30, 980, 380), eval_series, "quick eval: exact match and CER")
+    out_png = Path(out_png)
+    img.save(out_png)
+    return out_png
+
+
+def plot_refinement(image: np.ndarray, steps: list[str], reference: str, out_png: Path, title: str = "") -> Path:
+    """The input image above each sampler step's decoded LaTeX, so one sees the expression settle."""
+    font = _font(14)
+    ink = Image.fromarray(image)
+    scale = max(1, 600 // max(1, ink.width))
+    ink = ink.resize((ink.width * scale, ink.height * scale), Image.Resampling.NEAREST)
+    width = max(900, ink.width + 20)
+    rows = len(steps) + 2
+    img = Image.new("RGB", (width, ink.height + 30 + 22 * rows), "white")
+    img.paste(ink.convert("RGB"), (10, 24))
+    draw = ImageDraw.Draw(img)
+    draw.text((10, 4), title or "refinement, one step a line", fill=(0, 0, 0), font=font)
+    y = ink.height + 32
+    for i, text in enumerate(steps):
+        color = (0, 120, 0) if text == reference else (0, 0, 0)
+        draw.text((10, y), f"step {i + 1:>2}: {text}", fill=color, font=font)
+        y += 22
+    draw.text((10, y), f"reference: {reference}", fill=(0, 0, 160), font=font)
+    out_png = Path(out_png)
+    img.save(out_png)
+    return out_png

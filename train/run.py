@@ -1,0 +1,145 @@
+"""Train GryphOne (or the autoregressive baseline), then evaluate, plot and predict.
+
+    python -m train.run                          # the demo: synthesize -> shards -> train -> eval -> predict
+    python -m train.run --config crohme-cpu      # the CPU reference run on CROHME shards
+    python -m train.run --config paper --data shards/mathwriting
+    torchrun --nproc_per_node 8 -m train.run --config paper      # DDP
+    python -m train.run --config demo model.kind=ar              # the AR baseline on the same encoder
+
+Outputs in --out: ckpt.pt (resumed automatically; --fresh to start over), metrics.jsonl, config.json,
+eval.json, curves.png, refinement.png, data_skipped.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .checkpoint import CheckpointError
+from .config import PRESETS, TrainConfig, apply_overrides, preset
+from .data import ShardError
+
+
+def _quick_eval(cfg: TrainConfig):
+    """A small seeded eval during training (first eval split, eval_limit samples, largest T)."""
+    from .eval import evaluate_splits
+    from .inference import DecoderSpec
+
+    def run(model, vocab, step):
+        from tokenizer import TokenVocab
+
+        spec = DecoderSpec("greedy") if isinstance(vocab, TokenVocab) else DecoderSpec("remask", T=max(cfg.eval_T))
+        was_training = model.training
+        model.eval()
+        res = evaluate_splits(model, vocab, cfg.model, Path(cfg.data), cfg.eval_splits[:1], [spec],
+                              limit=cfg.eval_limit)
+        model.train(was_training)
+        metrics = res[cfg.eval_splits[0]]["metrics"]
+        m = next(iter(metrics.values()))
+        print(f"  eval@{step} {cfg.eval_splits[0]}[:{cfg.eval_limit}] {spec.name}: ExpRate {100 * m['em']:.1f} "
+              f"CER {100 * m['cer']:.1f}", flush=True)
+        return metrics
+
+    return run
+
+
+def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
+    """Full evaluation on every eval split, the curves, and one refinement picture."""
+    from .eval import default_specs, evaluate_splits, format_table
+    from .inference import DecoderSpec, load_model, recognize
+    from .plots import plot_curves, plot_refinement
+
+    out = Path(cfg.out)
+    model, vocab, mcfg, state = load_model(ckpt)
+    specs = default_specs(vocab, cfg.eval_T, seeds=cfg.eval_seeds)
+    results = evaluate_splits(model, vocab, mcfg, Path(cfg.data), cfg.eval_splits, specs)
+    for split, res in results.items():
+        print(format_table(split, res["metrics"]), flush=True)
+    (out / "eval.json").write_text(json.dumps({"step": state["step"], "results": results}, indent=1))
+    plot_curves(out / "metrics.jsonl", out / "curves.png")
+    from tokenizer import TokenVocab
+
+    if not isinstance(vocab, TokenVocab):
+        from .data import ShardDataset, load_split_data
+
+        data = load_split_data(Path(cfg.data) / cfg.eval_splits[0], vocab, mcfg.max_len, keep_all=True)
+        item = ShardDataset(data, mcfg.image_size)[0]
+        history: list = []
+        T = max(cfg.eval_T)
+        recognize(model, vocab, item["image"][None], DecoderSpec("remask", T=T), history=history)
+        steps = [vocab.decode(s[0].tolist(), m[0].tolist()) for s, m in history]
+        image = (255 - item["image"][0].numpy() * 255).astype(np.uint8)
+        plot_refinement(image, steps, item["latex"], out / "refinement.png",
+                        title=f"random re-mask sampler, T={T}: prediction after each step")
+    print(f"[run] wrote {out}/eval.json, curves.png" + ("" if isinstance(vocab, TokenVocab) else ", refinement.png"))
+    return results
+
+
+def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
+    """Run the predict CLI's code path on a few held-out InkML files of the demo set."""
+    from . import predict
+
+    files = sorted((Path(cfg.data).parent / "ink" / "test").glob("*.inkml"))[:n]
+    if files:
+        print(f"[run] python -m train.predict --ckpt {ckpt} {' '.join(str(f) for f in files)}")
+        predict.main(["--ckpt", str(ckpt), *map(str, files)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m train.run", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="demo", choices=sorted(PRESETS), help="preset (default: demo)")
+    ap.add_argument("--data", default=None, help="shard root (datasets_prep.inkml --out)")
+    ap.add_argument("--out", default=None, help="run folder")
+    ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out")
+    ap.add_argument("--no-eval", action="store_true", help="train only")
+    ap.add_argument("overrides", nargs="*", help="key=value config overrides (dotted keys)")
+    args = ap.parse_args(argv)
+    try:
+        cfg = apply_overrides(preset(args.config), args.overrides)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.data:
+        cfg.data = args.data
+    if args.out:
+        cfg.out = args.out
+    if cfg.model.kind == "ar" and args.out is None:
+        cfg.out += "-ar"
+    is_main = int(os.environ.get("RANK", "0")) == 0
+    t0 = time.time()
+    try:
+        if args.config == "demo" and args.data is None:
+            from .demo_data import prepare_demo_data
+
+            if is_main:
+                prepare_demo_data(Path(cfg.data).parent, cfg.model.image_size)
+        if not (Path(cfg.data) / cfg.train_split).exists():
+            print(f"error: no shards at {cfg.data}/{cfg.train_split}; write them with "
+                  f"`python -m datasets_prep.inkml --src ... --out {cfg.data}`", file=sys.stderr)
+            return 1
+        if args.fresh and is_main:
+            for name in ("ckpt.pt", "metrics.jsonl"):
+                (Path(cfg.out) / name).unlink(missing_ok=True)
+        from .trainer import train
+
+        ckpt = train(cfg, resume=not args.fresh, quick_eval=_quick_eval(cfg))
+        if is_main and not args.no_eval:
+            final_report(cfg, ckpt)
+            if args.config == "demo":
+                _demo_predict(cfg, ckpt)
+    except (CheckpointError, ShardError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if is_main:
+        print(f"[run] done in {time.time() - t0:.0f} s; outputs in {cfg.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
