@@ -222,7 +222,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
             batch_in_epoch += 1
             seen_log += images.shape[0] * world
             for k, v in parts.items():
-                running[k] = running.get(k, 0.0) + float(v)
+                running[k] = running.get(k, 0.0) + float(v.detach())
             n_running += 1
             if is_main and (step % cfg.log_every == 0 or step == total):
                 dt = time.time() - t_log
