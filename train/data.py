@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from datasets_prep.shards import ShardError, load_split
-from tokenizer import LatexError, SATVocab, TokenVocab, position_forest
+from tokenizer import LatexError, SATVocab, TokenVocab, normalize, position_forest
 
 FOREST_RELATIONS = {"M": 0, "L": 1, "R": 2}
 
@@ -53,15 +53,30 @@ class SplitData:
     skipped_examples: list[dict] = field(default_factory=list)
 
 
+def split_labels(table, normalized: bool) -> list[str]:
+    """The `latex` column, optionally through tokenizer.normalize (a label it cannot parse stays as is)."""
+    latex = table.column("latex").to_pylist()
+    if not normalized:
+        return latex
+    out = []
+    for text in latex:
+        try:
+            out.append(normalize(text))
+        except LatexError:
+            out.append(text)
+    return out
+
+
 def load_split_data(split_dir: Path, vocab: SATVocab | TokenVocab, max_len: int, *, drop_invalid: bool = True,
-                    forest_depths: int = 0, keep_all: bool = False) -> SplitData:
+                    forest_depths: int = 0, keep_all: bool = False, normalized: bool = False) -> SplitData:
     """Encode every label of a split.
 
     keep_all: keep rows whose label cannot be encoded (evaluation must score every sample: their
     targets are all PAD and only the reference string is used).
+    normalized: use tokenizer.normalize(label) as the target and reference.
     """
     table = load_split(split_dir)
-    latex = table.column("latex").to_pylist()
+    latex = split_labels(table, normalized)
     errors = table.column("label_error").to_pylist() if "label_error" in table.column_names else [None] * len(latex)
     rows, labels = [], []
     names = ["tokens"] if isinstance(vocab, TokenVocab) else ["symbols", "modifiers"]

@@ -83,10 +83,12 @@ def format_table(split: str, metrics: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate_splits(model, vocab, mcfg, data_root: Path, splits, specs, batch_size=32, limit: int = 0) -> dict:
+def evaluate_splits(model, vocab, mcfg, data_root: Path, splits, specs, batch_size=32, limit: int = 0,
+                    normalized: bool = False) -> dict:
+    """normalized: score against tokenizer.normalize(reference), for models trained on normalized labels."""
     results = {}
     for split in splits:
-        data = load_split_data(data_root / split, vocab, mcfg.max_len, keep_all=True)
+        data = load_split_data(data_root / split, vocab, mcfg.max_len, keep_all=True, normalized=normalized)
         if limit:
             data.rows, data.labels = data.rows[:limit], data.labels[:limit]
             data.targets = {k: v[:limit] for k, v in data.targets.items()}
@@ -117,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         splits = args.splits.split(",") if args.splits else list(state["train_config"]["eval_splits"])
         specs = default_specs(vocab, [int(t) for t in args.T.split(",")], args.samplers.split(","), args.seeds,
                               [int(b) for b in args.beams.split(",")])
-        results = evaluate_splits(model, vocab, mcfg, Path(args.data), splits, specs, args.batch_size, args.limit)
+        normalized = bool(state["train_config"].get("normalize_labels", False))
+        results = evaluate_splits(model, vocab, mcfg, Path(args.data), splits, specs, args.batch_size, args.limit,
+                                  normalized)
     except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -38,7 +38,7 @@ def _quick_eval(cfg: TrainConfig):
         was_training = model.training
         model.eval()
         res = evaluate_splits(model, vocab, cfg.model, Path(cfg.data), cfg.eval_splits[:1], [spec],
-                              limit=cfg.eval_limit)
+                              limit=cfg.eval_limit, normalized=cfg.normalize_labels)
         model.train(was_training)
         metrics = res[cfg.eval_splits[0]]["metrics"]
         m = next(iter(metrics.values()))
@@ -58,7 +58,8 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     out = Path(cfg.out)
     model, vocab, mcfg, state = load_model(ckpt)
     specs = default_specs(vocab, cfg.eval_T, seeds=cfg.eval_seeds)
-    results = evaluate_splits(model, vocab, mcfg, Path(cfg.data), cfg.eval_splits, specs)
+    results = evaluate_splits(model, vocab, mcfg, Path(cfg.data), cfg.eval_splits, specs,
+                              normalized=cfg.normalize_labels)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)
     (out / "eval.json").write_text(json.dumps({"step": state["step"], "results": results}, indent=1))
@@ -68,7 +69,8 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     if not isinstance(vocab, TokenVocab):
         from .data import ShardDataset, load_split_data
 
-        data = load_split_data(Path(cfg.data) / cfg.eval_splits[0], vocab, mcfg.max_len, keep_all=True)
+        data = load_split_data(Path(cfg.data) / cfg.eval_splits[0], vocab, mcfg.max_len, keep_all=True,
+                               normalized=cfg.normalize_labels)
         item = ShardDataset(data, mcfg.image_size)[0]
         history: list = []
         T = max(cfg.eval_T)
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out")
     ap.add_argument("--no-eval", action="store_true", help="train only")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides (dotted keys)")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     try:
         cfg = apply_overrides(preset(args.config), args.overrides)
     except ValueError as exc:

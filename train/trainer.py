@@ -61,11 +61,16 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
+def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None = None) -> float:
+    """Linear warmup, then constant or cosine. With a time budget (time_progress in [0, 1], the share
+    of max_minutes spent) the cosine follows the clock instead of the step count."""
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     if cfg.schedule == "cosine":
-        progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+        if time_progress is not None:
+            progress = min(1.0, time_progress)
+        else:
+            progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
         return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
     return cfg.lr
 
@@ -73,8 +78,10 @@ def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
 def build_vocab(cfg: TrainConfig, split_dir: Path) -> SATVocab | TokenVocab:
     from datasets_prep.shards import load_split
 
+    from .data import split_labels
+
     table = load_split(split_dir)
-    labels = table.column("latex").to_pylist()
+    labels = split_labels(table, cfg.normalize_labels)
     if "label_error" in table.column_names and cfg.drop_invalid:
         errs = table.column("label_error").to_pylist()
         labels = [lab for lab, e in zip(labels, errs) if not e]
@@ -148,7 +155,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
                          f"use another --out or --fresh")
 
     data = load_split_data(Path(cfg.data) / cfg.train_split, vocab, mcfg.max_len, drop_invalid=cfg.drop_invalid,
-                           forest_depths=mcfg.forest_depths)
+                           forest_depths=mcfg.forest_depths, normalized=cfg.normalize_labels)
     if not len(data.rows):
         raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
     dataset = ShardDataset(data, mcfg.image_size)
@@ -173,7 +180,10 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
             train_module, device_ids=[device.index] if device.type == "cuda" else None)
 
     batches_per_epoch = len(epoch_batches(len(dataset), cfg.batch_size, cfg.seed, 0, rank, world))
-    total = cfg.max_steps or int(math.ceil(cfg.epochs * batches_per_epoch))
+    # a time budget alone (max_minutes, no max_steps) runs until the clock says stop, cosine on the clock;
+    # resuming such a run continues its clock (train_seconds is checkpointed) but is not bit-exact
+    by_time = bool(cfg.max_minutes and not cfg.max_steps)
+    total = cfg.max_steps or (10**12 if by_time else int(math.ceil(cfg.epochs * batches_per_epoch)))
     fpi = flops_per_image(mcfg, train=True)
     peak = _peak_flops(device)
     if is_main:
@@ -185,11 +195,16 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         log(f"[train] {mcfg.kind} model, {count_params(model) / 1e6:.2f}M parameters, device {device}"
             f"{' bf16' if use_bf16 else ''}{' compiled' if use_compile else ''}, world {world}")
         log(f"[train] {len(dataset)} training samples from {cfg.data}/{cfg.train_split}"
-            f" (left out: {skipped or 'none'}); vocab {_vocab_size(vocab)}; {total} steps"
-            f"{f' (resuming at step {step})' if step else ''}")
+            f" (left out: {skipped or 'none'}); vocab {_vocab_size(vocab)}; "
+            + (f"{cfg.max_minutes} minutes" if by_time else f"{total} steps")
+            + (f" (resuming at step {step})" if step else ""))
     metrics_f = open(out / "metrics.jsonl", "a") if is_main else None
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext()
     t_start = time.time()
+    spent_before = state.get("train_seconds", 0.0) if state is not None else 0.0
+
+    def train_seconds() -> float:
+        return spent_before + time.time() - t_start
     t_log, seen_log = time.time(), 0
     running: dict[str, float] = {}
     n_running = 0
@@ -201,7 +216,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
                                              num_workers=cfg.num_workers, generator=loader_gen,
                                              persistent_workers=False, pin_memory=device.type == "cuda")
         for batch in loader:
-            lr = lr_at(cfg, step, total)
+            lr = lr_at(cfg, step, total, train_seconds() / (60 * cfg.max_minutes) if by_time else None)
             for group in opt.param_groups:
                 group["lr"] = lr
             images = batch["image"].to(device, non_blocking=True)
@@ -214,10 +229,13 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
             parts["loss"].backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip) if cfg.grad_clip else None
             opt.step()
-            if ema is not None:
+            if ema is not None:  # decay warms up (1+s)/(10+s) so early EMA weights are not the random init
+                decay = min(cfg.ema, (1 + step) / (10 + step))
                 with torch.no_grad():
                     for pe, pm in zip(ema.parameters(), model.parameters()):
-                        pe.lerp_(pm, 1 - cfg.ema)
+                        pe.lerp_(pm, 1 - decay)
+                    for be, bm in zip(ema.buffers(), model.buffers()):
+                        be.copy_(bm)
             step += 1
             batch_in_epoch += 1
             seen_log += images.shape[0] * world
@@ -229,22 +247,23 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
                 ips = seen_log / max(dt, 1e-9)
                 rec = {"step": step, "epoch": epoch, "lr": lr, **{k: v / n_running for k, v in running.items()},
                        "grad_norm": float(grad_norm) if grad_norm is not None else None,
-                       "images_per_s": ips, "elapsed_s": time.time() - t_start}
+                       "images_per_s": ips, "elapsed_s": train_seconds()}
                 if peak:
                     rec["mfu"] = fpi * ips / peak
                 else:
                     rec["achieved_gflops"] = fpi * ips / 1e9
                 metrics_f.write(json.dumps(rec) + "\n")
                 metrics_f.flush()
-                log(f"step {step}/{total} loss {rec['loss']:.4f} ce {rec['ce']:.4f}"
+                log(f"step {step}{'' if by_time else f'/{total}'} loss {rec['loss']:.4f} ce {rec['ce']:.4f}"
                     + (f" kl {rec['kl']:.4f}" if "kl" in rec else "")
                     + f" lr {lr:.2e} {ips:.1f} img/s" + (f" mfu {rec['mfu']:.1%}" if "mfu" in rec else ""))
                 running, n_running, t_log, seen_log = {}, 0, time.time(), 0
-            if cfg.max_minutes and (time.time() - t_start) > cfg.max_minutes * 60:
+            if cfg.max_minutes and train_seconds() > cfg.max_minutes * 60:
                 stop = True
             last = step >= total or stop
             if is_main and (last or (cfg.ckpt_every and step % cfg.ckpt_every == 0)):
-                _save(ckpt_path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device, world)
+                _save(ckpt_path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device, world,
+                      train_seconds())
             if is_main and quick_eval is not None and cfg.eval_every and step % cfg.eval_every == 0 and not last:
                 rec = {"step": step, "eval": quick_eval(ema or model, vocab, step)}
                 metrics_f.write(json.dumps(rec) + "\n")
@@ -272,11 +291,12 @@ def _vocab_size(vocab) -> str:
     return f"{vocab.num_symbols} symbols x {vocab.num_modifiers} modifiers"
 
 
-def _save(path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device, world) -> None:
+def _save(path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device, world, seconds) -> None:
     rng = _rng_state(device)
     save_checkpoint(path, {
         "train_config": to_dict(cfg), "vocab": vocab_to_dict(vocab), "model": model.state_dict(),
         "ema": ema.state_dict() if ema is not None else None, "optimizer": opt.state_dict(),
         "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "rng": rng, "world": world,
+        "train_seconds": seconds,
         "torch": torch.__version__, "python": sys.version.split()[0],
     })

@@ -1,0 +1,117 @@
+"""`python -m datasets_prep.synth`: write synthetic handwritten-math InkML files.
+
+    python -m datasets_prep.synth --count 2000 --out synth/            # random labels, MathWriting style
+    python -m datasets_prep.synth --labels my.txt --out synth/ --format crohme
+    python -m datasets_prep.synth --fixtures                            # regenerate the committed fixtures/
+    python -m datasets_prep.synth --bboxes mathwriting-2024/ --out synth/   # official rebuild, real glyphs
+
+Exit status: 0 all labels drawn, 1 some labels skipped (listed in <out>/<split>/synth_skipped.jsonl),
+2 usage or input error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .batch import FORMATS, generate
+
+REPO_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m datasets_prep.synth", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Exit status: 0 ok, 1 some labels skipped, 2 usage/input error.")
+    p.add_argument("--count", type=int, default=None,
+                   help="inks to write (default: one per label with --labels, else 100)")
+    p.add_argument("--out", type=Path, default=Path("synth"), help="output folder; files go to OUT/<split>/")
+    p.add_argument("--labels", type=Path, help="label file: one expression a line, or name<TAB>latex")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same files)")
+    p.add_argument("--format", choices=FORMATS, default="mathwriting", help="InkML flavour to write")
+    p.add_argument("--split", default=None, help="split name (default train; synthetic with --bboxes)")
+    p.add_argument("--depth", type=int, default=2, help="nesting depth of random labels")
+    p.add_argument("--length", type=int, default=8, help="typical visible symbols per random label")
+    p.add_argument("--fixtures", action="store_true",
+                   help=f"regenerate the committed embedded default set in {REPO_FIXTURES} (ignores other options)")
+    p.add_argument("--bboxes", type=Path, metavar="DIR",
+                   help="rebuild MathWriting synthetic inks from real glyphs: DIR holds symbols.jsonl, "
+                        "synthetic-bboxes.jsonl and train/")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return p
+
+
+def _report(summary: dict, as_json: bool) -> int:
+    skipped = summary.get("skipped", [])
+    if as_json:
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
+    else:
+        where = summary.get("out", "")
+        print(f"wrote {summary['written']} inks ({summary.get('bytes', 0) / 1e6:.2f} MB) to {where}")
+        if skipped:
+            print(f"skipped {len(skipped)} label(s) that cannot be drawn:", file=sys.stderr)
+            for rec in skipped[:10]:
+                print(f"  [{rec['index']}] {rec['label']!r}: {rec['reason']}", file=sys.stderr)
+            if len(skipped) > 10:
+                print(f"  ... {len(skipped) - 10} more in synth_skipped.jsonl", file=sys.stderr)
+        for prob in summary.get("glyph_problems", [])[:10]:
+            print(f"  glyph source problem: {prob['file']} (line {prob['line']}): {prob['error']}", file=sys.stderr)
+    return 1 if skipped else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.fixtures:
+        from .fixtures import regenerate
+
+        if not (REPO_FIXTURES.parent / "pyproject.toml").is_file():
+            print(f"error: --fixtures rewrites a source checkout's fixtures/, and {REPO_FIXTURES.parent} "
+                  "is not one (installed package?)", file=sys.stderr)
+            return 2
+
+        summary = regenerate(REPO_FIXTURES)
+        summary["out"] = str(REPO_FIXTURES)
+        return _report(summary, args.json)
+    if args.count is not None and args.count < 0:
+        print("error: --count must be >= 0", file=sys.stderr)
+        return 2
+    if args.depth < 0 or args.length < 1:
+        print("error: --depth must be >= 0 and --length >= 1", file=sys.stderr)
+        return 2
+    if args.bboxes is not None:
+        from .bboxes import BBoxInputError, rebuild_all
+
+        try:
+            summary = rebuild_all(args.bboxes, args.out, seed=args.seed, split=args.split or "synthetic",
+                                  count=args.count, progress=not args.quiet)
+        except BBoxInputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return _report(summary, args.json)
+    labels = None
+    if args.labels is not None:
+        from .labels import read_label_file
+
+        try:
+            labels = [lab for _, lab in read_label_file(args.labels)]
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if not labels:
+            print(f"error: {args.labels}: no labels in the file", file=sys.stderr)
+            return 2
+    count = args.count if args.count is not None else (len(labels) if labels else 100)
+    try:
+        summary = generate(count, args.out, labels=labels, seed=args.seed, fmt=args.format,
+                           split=args.split or "train", progress=not args.quiet, depth=args.depth,
+                           length=args.length)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return _report(summary, args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

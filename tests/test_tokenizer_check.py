@@ -1,0 +1,137 @@
+"""python -m tokenizer.check: input handling, report contents, exit codes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tokenizer import SATVocab
+from tokenizer import check as check_mod
+from tokenizer.check import main
+
+
+def run_json(capsys, *args) -> tuple[int, dict]:
+    rc = main([*map(str, args), "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_plain_file_report(tmp_path, capsys):
+    f = tmp_path / "c.txt"
+    f.write_text("x^{2}\n\\frac { 1 4 } { x }\n\nx^{2}^{3}\nx\\\n  \n\\sqrt[3]{x}\n")
+    rc, r = run_json(capsys, f)
+    assert rc == 0
+    assert r["lines"] == 7 and r["blank"] == 2 and r["accepted"] == 4 and r["valid"] == 3
+    assert r["invalid"] == {"double-script": 1, "trailing-backslash": 1}
+    assert r["invalid_examples"]["double-script"][0]["where"] == f"{f}:4"
+    assert r["round_trip"]["token_failures"] == 0 and r["round_trip"]["string_failures"] == 0
+    assert r["lengths"]["raw_tokens"]["max"] == 9 and r["lengths"]["sat_positions"]["max"] == 5
+    assert r["inventory"]["symbols"] == len({"x", "2", "\\frac", "1", "4", "\\sqrt", "[", "3", "]"})
+    assert r["lines_per_second"] is None or r["lines_per_second"] > 0
+
+
+def test_tsv_detection_and_crlf_multiline_quoted_field(tmp_path, capsys):
+    f = tmp_path / "t.tsv"
+    f.write_bytes(b'a\tx^{2}\r\nb\t"\\frac{a}{b}$\n"\r\nc\ty\r\nnotab\r\n')
+    rc, r = run_json(capsys, f)
+    assert rc == 0
+    assert r["lines"] == 3 and r["physical_lines"] == 5 and r["continuation_lines"] == 1
+    assert r["skipped"] == {"no-tab": 1}
+    assert r["skipped_examples"]["no-tab"][0]["where"] == f"{f}:5"
+    assert r["accepted"] == 3  # the quoted field was joined and unquoted: \frac{a}{b}$
+
+
+def test_format_can_be_forced(tmp_path, capsys):
+    f = tmp_path / "t.txt"
+    f.write_text("a\tx\nb\ty\n")
+    rc, r = run_json(capsys, f, "--format", "plain")
+    assert r["inventory"]["symbols"] == 4  # the names are read as LaTeX
+    rc, r = run_json(capsys, f, "--format", "tsv")
+    assert r["inventory"]["symbols"] == 2
+
+
+def test_encoding_and_binary_lines_are_reported(tmp_path, capsys):
+    f = tmp_path / "bad.txt"
+    f.write_bytes(b"\xef\xbb\xbfx+1\n\xff\xfe broken\nok\x00bin\ny\n")
+    rc, r = run_json(capsys, f)
+    assert rc == 0
+    assert r["skipped"] == {"encoding": 1, "binary": 1}
+    assert r["skipped_examples"]["encoding"][0]["where"] == f"{f}:2"
+    assert r["accepted"] == 2 and r["inventory"]["symbols"] == 4  # BOM stripped: x + 1 y
+
+
+def test_several_files_and_stdin(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text("x\n")
+    proc = subprocess.run([sys.executable, "-m", "tokenizer.check", str(f), "-", "--json"], input=b"y^{2}\nz\n",
+                          capture_output=True, cwd=check_mod.__file__.rsplit("/tokenizer/", 1)[0], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["files"] == [str(f), "<stdin>"] and r["lines"] == 3
+
+
+def test_human_report_mentions_everything(tmp_path, capsys):
+    f = tmp_path / "c.txt"
+    f.write_text("x^{2}\nx^{2}^{3}\n\\frac12\n")
+    vocab = tmp_path / "v.json"
+    SATVocab.build(["x^{2}"]).save(vocab)
+    assert main([str(f), "--vocab", str(vocab), "--normalize", "--show", "1"]) == 0
+    out = capsys.readouterr().out
+    for needle in ["lines: 3", "double-script: 1", "round trip: token-exact 3/3", "SAT positions: p50",
+                   "top symbols", "OOV vs vocabulary: 1/2 labels", "normalize would change 1", "\\frac{1}{2}"]:
+        assert needle in out, needle
+
+
+def test_vocab_out_and_oov(tmp_path, capsys):
+    f = tmp_path / "train.txt"
+    f.write_text("x^{2}\ny_{1}\n")
+    vocab = tmp_path / "v.json"
+    rc, r = run_json(capsys, f, "--vocab-out", vocab)
+    assert rc == 0 and r["vocab_out"]["symbols"] == 3 + 4
+    v = SATVocab.load(vocab)
+    assert {"x", "2", "y", "1"} <= set(v.symbols)
+    g = tmp_path / "test.txt"
+    g.write_text("x^{3}\n")
+    rc, r = run_json(capsys, g, "--vocab", vocab)
+    assert r["oov"]["labels_with_oov"] == 1 and r["oov"]["symbols"] == [["3", 1]]
+    assert r["oov"]["modifiers"] == []
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main([str(tmp_path / "missing.txt")]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    f = tmp_path / "c.txt"
+    f.write_text("x\n")
+    with pytest.raises(SystemExit) as exc:
+        main([str(f), "--vocab", str(bad)])
+    assert exc.value.code == 2
+    assert "bad.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([str(f), "--max-len", "0"])
+    assert exc.value.code == 2
+
+
+def test_exit_1_when_a_line_does_not_round_trip(tmp_path, capsys, monkeypatch):
+    f = tmp_path / "c.txt"
+    f.write_text("\\alpha x\ny\n")
+    monkeypatch.setattr(check_mod, "detokenize", lambda toks: "".join(toks))  # a broken detokenizer
+    rc, r = run_json(capsys, f)
+    assert rc == 1
+    assert r["round_trip"]["token_failures"] == 1 and r["round_trip"]["string_failures"] == 1
+    assert r["round_trip"]["examples"]["token"][0]["where"] == f"{f}:1"
+
+
+def test_crohme_cleaning_and_help(tmp_path, capsys):
+    f = tmp_path / "t.tsv"
+    f.write_text("a\t$x \\lt 1$\n")
+    rc, r = run_json(capsys, f, "--crohme")
+    assert r["inventory"]["symbols"] == 3
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0 and "Exit status" in capsys.readouterr().out
+

@@ -1,0 +1,170 @@
+"""Trainer tests on MICRO shards written by the project's own synthesizer and converter:
+overfit to exact match, exact resume, 2-process CPU DDP, checkpoint errors, the eval/predict CLIs."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from train.checkpoint import CheckpointError, load_checkpoint
+from train.config import apply_overrides, from_dict, preset, to_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def micro_data(tmp_path_factory) -> Path:
+    """Four synthetic inks as 64x64 shards (split train)."""
+    from datasets_prep.inkml import convert
+    from datasets_prep.synth import generate
+
+    root = tmp_path_factory.mktemp("micro")
+    labels = ["x^{2}+1", "\\frac{a}{b}", "\\sqrt{y}-3", "z_{i}=0"]
+    generate(0, root / "ink", labels=labels, seed=3, fmt="mathwriting", split="train")
+    convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(64, 64), workers=1, progress=False)
+    return root / "shards"
+
+
+def micro_cfg(data: Path, out: Path, *overrides: str):
+    cfg = apply_overrides(preset("micro"), list(overrides))
+    cfg.data, cfg.out = str(data), str(out)
+    return cfg
+
+
+def _losses(out: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in rows if "loss" in r}
+
+
+def test_config_overrides_and_round_trip():
+    cfg = apply_overrides(preset("crohme-cpu"), ["lr=3e-4", "model.enc_depth=2", "model.loss.T=7",
+                                                 "model.image_size=64x128", "eval_splits=a,b", "compile=auto"])
+    assert cfg.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
+    assert cfg.model.image_size == (64, 128) and cfg.eval_splits == ("a", "b") and cfg.compile is None
+    assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
+    with pytest.raises(ValueError, match="unknown config key"):
+        apply_overrides(cfg, ["model.nope=1"])
+    with pytest.raises(ValueError, match="bad value"):
+        apply_overrides(cfg, ["max_steps=1.5"])
+
+
+def test_micro_overfits_to_exact_match(micro_data, tmp_path):
+    from train.eval import evaluate_splits
+    from train.inference import DecoderSpec, load_model
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    ckpt = train(micro_cfg(micro_data, tmp_path / "run", "max_steps=600", "log_every=100"))
+    model, vocab, mcfg, _ = load_model(ckpt)
+    res = evaluate_splits(model, vocab, mcfg, micro_data, ["train"],
+                          [DecoderSpec("remask", T=10, seed=0), DecoderSpec("mask-predict", T=10)])
+    metrics = res["train"]["metrics"]
+    assert metrics["remask-T10"]["em"] == 1.0, res["train"]["examples"]
+    assert metrics["mask-predict-T10"]["em"] == 1.0
+    assert metrics["remask-T10"]["cer"] == 0.0
+
+
+def test_resume_gives_the_same_next_losses(micro_data, tmp_path):
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    common = ("log_every=1", "model.dropout=0.1", "ckpt_every=0")
+    train(micro_cfg(micro_data, tmp_path / "straight", "max_steps=8", *common))
+    train(micro_cfg(micro_data, tmp_path / "split", "max_steps=4", *common))
+    train(micro_cfg(micro_data, tmp_path / "split", "max_steps=8", *common))  # resumes from step 4
+    straight, split = _losses(tmp_path / "straight"), _losses(tmp_path / "split")
+    assert sorted(split) == list(range(1, 9))
+    for step in range(5, 9):
+        assert split[step] == pytest.approx(straight[step], rel=1e-6, abs=1e-7), step
+    assert load_checkpoint(tmp_path / "split" / "ckpt.pt")["step"] == 8
+
+
+def test_two_process_ddp_keeps_parameters_in_sync(micro_data, tmp_path):
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+           "-m", "train.run", "--config", "micro", "--data", str(micro_data), "--out", str(out), "--no-eval",
+           "max_steps=6", "batch_size=8", "ddp_check=true", "threads=1"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    d0, d1 = (out / "params.rank0").read_text(), (out / "params.rank1").read_text()
+    assert d0 == d1
+    assert "world 2" in proc.stdout
+
+
+def test_corrupt_and_missing_checkpoints_give_clear_errors(micro_data, tmp_path):
+    from train.trainer import train
+
+    ckpt = train(micro_cfg(micro_data, tmp_path / "run", "max_steps=2"))
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="truncated.pt"):
+        load_checkpoint(truncated)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(2)}, foreign)
+    with pytest.raises(CheckpointError, match="not a gryphone checkpoint"):
+        load_checkpoint(foreign)
+    (tmp_path / "empty.pt").write_bytes(b"")
+    for bad in (truncated, tmp_path / "empty.pt", tmp_path / "missing.pt"):
+        proc = subprocess.run([sys.executable, "-m", "train.eval", "--ckpt", str(bad), "--data", str(micro_data)],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1
+        assert bad.name in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_eval_and_predict_clis(micro_data, tmp_path):
+    from datasets_prep.render import png_bytes, render_ink
+    from datasets_prep.readers import read_inkml
+    from train.trainer import train
+
+    ckpt = train(micro_cfg(micro_data, tmp_path / "run", "max_steps=3"))
+    report = tmp_path / "eval.json"
+    proc = subprocess.run([sys.executable, "-m", "train.eval", "--ckpt", str(ckpt), "--data", str(micro_data),
+                           "--splits", "train", "--T", "1,2", "--seeds", "2", "--json", str(report)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(report.read_text())["results"]["train"]["metrics"]
+    assert set(res) == {"remask-T1", "remask-T2", "mask-predict-T1", "mask-predict-T2"}
+    assert res["remask-T2"]["seeds"] == 2 and "em_std" in res["remask-T2"]
+    inks = sorted((micro_data.parent / "ink" / "train").glob("*.inkml"))
+    png = tmp_path / "x.png"
+    png.write_bytes(png_bytes(render_ink(read_inkml(inks[0].read_bytes(), str(inks[0])), size=(64, 64))))
+    garbage = tmp_path / "garbage.png"
+    garbage.write_bytes(b"\x00not an image")
+    proc = subprocess.run([sys.executable, "-m", "train.predict", "--ckpt", str(ckpt), str(inks[0]), str(png),
+                           str(garbage)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1  # one file failed, the others were recognized
+    lines = proc.stdout.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == [str(inks[0]), str(png)]
+    assert "garbage.png" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_training_data_accounts_for_every_left_out_sample(micro_data):
+    from tokenizer import SATVocab
+    from train.data import load_split_data
+
+    vocab = SATVocab.build(["x^{2}+1"])
+    data = load_split_data(micro_data / "train", vocab, max_len=3)
+    # labels longer than 3 positions are left out and counted, never dropped silently
+    assert len(data.rows) + sum(data.skipped.values()) == 4
+    assert data.skipped["too-long"] >= 1
+    kept = load_split_data(micro_data / "train", vocab, max_len=3, keep_all=True)
+    assert len(kept.rows) == 4
+
+
+def test_epoch_batches_are_deterministic_and_rank_disjoint():
+    from train.data import epoch_batches
+
+    a = epoch_batches(100, 8, seed=1, epoch=3)
+    assert a == epoch_batches(100, 8, seed=1, epoch=3) and a != epoch_batches(100, 8, seed=1, epoch=4)
+    r0, r1 = epoch_batches(100, 8, 1, 3, rank=0, world=2), epoch_batches(100, 8, 1, 3, rank=1, world=2)
+    for g, x, y in zip(a, r0, r1):
+        assert sorted(g) == sorted(x + y) and not set(x) & set(y)
+    assert len(np.unique(np.concatenate(a))) == 96

@@ -1,0 +1,132 @@
+"""Reading label corpora as users have them: one expression a line, or `name<TAB>latex`.
+
+Robust to what real files contain: CRLF, a BOM, invalid UTF-8, binary junk, and TSV fields quoted
+CSV-style over several physical lines (pandas writes a multi-line truth as `"...\\n"`). Nothing here
+raises on content: a line that cannot be used is yielded as a Skipped record saying why.
+"""
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass
+from itertools import chain, islice
+from typing import BinaryIO, Iterator
+
+FORMATS = ("auto", "plain", "tsv")
+_DETECT_LINES = 50
+_MAX_QUOTED_LINES = 50
+_CONTROL = frozenset(chr(c) for c in range(32)) - {"\t", "\r"} | {"\x7f"}
+
+
+@dataclass
+class Line:
+    source: str
+    lineno: int          # first physical line (1-based)
+    name: str | None     # the TSV name column, None in plain mode
+    latex: str
+    continuation: int = 0  # physical lines joined after the first (a quoted multi-line field)
+
+
+@dataclass
+class Skipped:
+    source: str
+    lineno: int
+    reason: str          # "encoding", "binary", "no-tab", "unclosed-quote"
+    detail: str
+
+
+def _decode(raw: bytes, source: str, lineno: int) -> str | Skipped:
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skipped(source, lineno, "encoding", f"invalid UTF-8 at byte {exc.start} ({exc.reason})")
+    bad = next((c for c in text if c in _CONTROL), None)
+    if bad is not None:
+        return Skipped(source, lineno, "binary", f"control character {bad!r} in the line")
+    return text
+
+
+def _physical(stream: BinaryIO, source: str) -> Iterator[tuple[int, str | Skipped]]:
+    for lineno, raw in enumerate(stream, 1):
+        yield lineno, _decode(raw, source, lineno)
+
+
+def detect_format(texts: list[str]) -> str:
+    """'tsv' when at least half the non-blank lines have a tab, else 'plain'."""
+    lines = [t for t in texts if t.strip()]
+    if not lines:
+        return "plain"
+    with_tab = sum("\t" in t for t in lines)
+    return "tsv" if with_tab >= 0.5 * len(lines) else "plain"
+
+
+def read_corpus(stream: BinaryIO, source: str, fmt: str = "auto") -> Iterator[Line | Skipped]:
+    """Yield one Line per expression (or a Skipped record) from a binary stream."""
+    phys = _physical(stream, source)
+    if fmt == "auto":
+        head = list(islice(phys, _DETECT_LINES))
+        fmt = detect_format([t for _, t in head if isinstance(t, str)])
+        phys = chain(head, phys)
+    if fmt == "plain":
+        for lineno, text in phys:
+            yield text if isinstance(text, Skipped) else Line(source, lineno, None, text)
+        return
+    yield from _read_tsv(phys, source)
+
+
+def _read_tsv(phys: Iterator[tuple[int, str | Skipped]], source: str) -> Iterator[Line | Skipped]:
+    open_field: Line | None = None  # a quoted field still waiting for its closing quote
+    parts: list[str] = []
+    for lineno, text in phys:
+        if isinstance(text, Skipped):
+            yield text
+            continue
+        if open_field is not None:
+            if "\t" not in text and open_field.continuation < _MAX_QUOTED_LINES:
+                parts.append(text)
+                open_field.continuation += 1
+                if text.endswith('"'):
+                    open_field.latex = _unquote("\n".join(parts))
+                    yield open_field
+                    open_field = None
+                continue
+            yield Skipped(source, open_field.lineno, "unclosed-quote",
+                          f"quoted field opened on line {open_field.lineno} is not closed; read as-is")
+            open_field.latex = "\n".join(parts)
+            yield open_field
+            open_field = None
+        name, tab, latex = text.partition("\t")
+        if not tab:
+            if text.strip():
+                yield Skipped(source, lineno, "no-tab", "no tab in a name<TAB>latex file")
+            else:
+                yield Line(source, lineno, None, "")
+            continue
+        if latex.startswith('"') and (len(latex) == 1 or not latex.endswith('"')):
+            open_field = Line(source, lineno, name, latex)
+            parts = [latex]
+            continue
+        yield Line(source, lineno, name, latex)
+    if open_field is not None:
+        yield Skipped(source, open_field.lineno, "unclosed-quote",
+                      f"quoted field opened on line {open_field.lineno} is not closed at the end of the file")
+        open_field.latex = "\n".join(parts)
+        yield open_field
+
+
+def _unquote(field: str) -> str:
+    """CSV-style: drop the outer quotes, `""` -> `"`."""
+    return field[1:-1].replace('""', '"')
+
+
+def open_source(name: str) -> tuple[BinaryIO, str]:
+    """(binary stream, display name); '-' is standard input. Raises OSError for a missing file."""
+    if name == "-":
+        return (sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())), "<stdin>"
+    return open(name, "rb"), name
