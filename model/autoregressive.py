@@ -22,6 +22,7 @@ class ARDecoder(nn.Module):
         self.max_len = max_len
         self.tok_emb = nn.Embedding(num_tokens, dim)
         self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        nn.init.normal_(self.tok_emb.weight, std=0.02)  # same scale as the positions
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
         self.norm = nn.LayerNorm(dim)

@@ -29,6 +29,11 @@ class SATDecoder(nn.Module):
         self.sym_emb = nn.Embedding(num_symbols, dim)
         self.mod_emb = nn.Embedding(num_modifiers, dim)
         self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        # same scale for all three (GPT-style 0.02): with nn.Embedding's default N(0, 1) the position
+        # signal is 50x weaker than E_sym(MASK) + E_mod(MASK), every masked position looks the same,
+        # and the decoder predicts one symbol everywhere
+        nn.init.normal_(self.sym_emb.weight, std=0.02)
+        nn.init.normal_(self.mod_emb.weight, std=0.02)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
         self.norm = nn.LayerNorm(dim)

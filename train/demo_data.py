@@ -14,11 +14,35 @@ import numpy as np
 DEMO_SPLITS = {"train": (3000, 1), "test": (200, 2)}  # split -> (count, seed)
 
 
-def demo_labels(count: int, seed: int, depth: int = 1, length: int = 5) -> list[str]:
-    from datasets_prep.synth import random_label
+DEMO_ATOMS = list("0123456789") + ["x", "y", "n"]
+DEMO_OPS = ["+", "-", "="]
 
+
+def demo_labels(count: int, seed: int) -> list[str]:
+    """Short expressions over digits, x, y, n and + - =, with superscripts, subscripts and fractions.
+
+    A deliberately small world (16 symbols) so a CPU model learns symbol identity within minutes; the
+    full CROHME symbol set (datasets_prep.synth.random_label) needs far longer than a demo.
+    """
     rng = np.random.default_rng(seed)
-    return [random_label(rng, depth=depth, length=length) for _ in range(count)]
+
+    def atom() -> str:
+        base = "".join(str(rng.choice(DEMO_ATOMS)) for _ in range(int(rng.integers(1, 3))))
+        kind = rng.random()
+        if kind < 0.15:
+            return f"{base}^{{{rng.choice(DEMO_ATOMS)}}}"
+        if kind < 0.25:
+            return f"{base}_{{{rng.choice(DEMO_ATOMS)}}}"
+        if kind < 0.35:
+            return f"\\frac{{{rng.choice(DEMO_ATOMS)}}}{{{rng.choice(DEMO_ATOMS)}}}"
+        return base
+
+    labels = []
+    for _ in range(count):
+        terms = [atom() for _ in range(int(rng.integers(2, 5)))]
+        ops = [str(rng.choice(DEMO_OPS)) for _ in terms[1:]]
+        labels.append("".join(t + o for t, o in zip(terms, ops + [""])))
+    return labels
 
 
 def prepare_demo_data(root: Path, image_size: tuple[int, int], splits: dict = DEMO_SPLITS,
