@@ -85,6 +85,7 @@ class LossConfig:
     T: int = 50
     rmml: bool = True          # two masked views + symmetric KL
     kl_weight: float = 1.0
+    kl_warmup_steps: int = 0   # ramp the KL weight linearly from 0 over these steps (0 = the paper: full from step 0)
     pad_weight: float = 1.0    # weight of PAD positions in the CE (real positions weigh 1)
     masked_only: bool = False  # CE on masked positions only (MDLM); the paper uses all positions
     forest_weight: float = 0.0
@@ -98,8 +99,11 @@ def _kl_per_position(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Te
 
 def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers: torch.Tensor,
                    cfg: LossConfig, generator: torch.Generator,
-                   forest: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+                   forest: tuple[torch.Tensor, torch.Tensor] | None = None,
+                   kl_scale: float = 1.0) -> dict[str, torch.Tensor]:
     """The training loss (CE of both heads, + KL of both heads between two views under RMML).
+
+    kl_scale multiplies cfg.kl_weight (the trainer's KL warm-up).
 
     Returns a dict with the scalar `loss` to optimize and detached parts for logging: CE on real
     positions and on PAD apart, and the per-position KL.
@@ -134,7 +138,7 @@ def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers
         for head in ("sym", "mod"):
             p, q = out[head][:b], out[head][b:]
             kl = kl + (_kl_per_position(p, q) + _kl_per_position(q, p)).mean()
-        loss = loss + cfg.kl_weight * kl
+        loss = loss + cfg.kl_weight * kl_scale * kl
         parts["kl"] = kl.detach()
     if forest is not None and cfg.forest_weight > 0 and "level" in out:
         level, relation = (f.repeat(views, 1) for f in forest)

@@ -67,8 +67,9 @@ class GryphOne(nn.Module):
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         mem_kv = self.decoder.memory_kv(self.encoder(images))
         forest = (batch["level"], batch["relation"]) if "level" in batch else None
+        kl_scale = float(batch["kl_scale"]) if "kl_scale" in batch else 1.0
         return diffusion_loss(self.decoder, mem_kv, batch["symbols"], batch["modifiers"], self.cfg.loss,
-                              generator, forest)
+                              generator, forest, kl_scale)
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, *, T: int = 10, sampler: str = "remask",

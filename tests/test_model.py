@@ -222,3 +222,14 @@ def test_flops_match_training_md_for_the_paper_encoder():
     assert abs(enc_only / 1e9 - 44.6) / 44.6 < 0.03
     total = flops_per_image(cfg, train=True) / 1e9
     assert 140 < total < 180  # TRAINING.md: ~173 GFLOP per image with both views (we cache memory K/V once)
+
+
+def test_kl_scale_zero_leaves_only_the_two_ce_terms():
+    torch.manual_seed(0)
+    dec = SATDecoder(20, 7, 16, 32, 1, 2, 32)
+    mem_kv = dec.memory_kv(torch.randn(2, 5, 32))
+    sym = torch.randint(3, 20, (2, 16))
+    mod = torch.randint(3, 7, (2, 16))
+    parts = diffusion_loss(dec, mem_kv, sym, mod, LossConfig(T=10), torch.Generator().manual_seed(1), kl_scale=0.0)
+    assert parts["kl"] > 0
+    assert torch.allclose(parts["loss"].detach(), 2 * parts["ce"], atol=1e-6)

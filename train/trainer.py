@@ -221,6 +221,8 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
                 group["lr"] = lr
             images = batch["image"].to(device, non_blocking=True)
             tensors = {k: v.to(device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
+            if mcfg.kind == "diffusion" and mcfg.loss.kl_warmup_steps:
+                tensors["kl_scale"] = torch.tensor(min(1.0, step / mcfg.loss.kl_warmup_steps))
             gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step * 131 + rank)
             model.train()
             with autocast:
