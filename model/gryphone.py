@@ -51,32 +51,42 @@ class ModelConfig:
         return cls(**d)
 
 
-class GryphOne(nn.Module):
+class _Recognizer(nn.Module):
+    """What both recognizers share: the ViT encoder, and forward() = the training loss (so DDP and
+    torch.compile see it). Subclasses add `decoder`, `loss` and `recognize`."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
         self.encoder = ViTEncoder(cfg.image_size, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads,
                                   cfg.conv_stem)
+
+    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return self.loss(images, batch, generator)
+
+    def memory_kv(self, images: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Encode once; every decoder layer's cross-attention keys/values of the memory."""
+        return self.decoder.memory_kv(self.encoder(images))
+
+
+class GryphOne(_Recognizer):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
         self.decoder = SATDecoder(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,
                                   cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths)
 
-    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """The training loss (forward() so that DDP and torch.compile see it)."""
-        return self.loss(images, batch, generator)
-
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        mem_kv = self.decoder.memory_kv(self.encoder(images))
         forest = (batch["level"], batch["relation"]) if "level" in batch else None
         kl_scale = float(batch["kl_scale"]) if "kl_scale" in batch else 1.0
-        return diffusion_loss(self.decoder, mem_kv, batch["symbols"], batch["modifiers"], self.cfg.loss,
-                              generator, forest, kl_scale)
+        return diffusion_loss(self.decoder, self.memory_kv(images), batch["symbols"], batch["modifiers"],
+                              self.cfg.loss, generator, forest, kl_scale)
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, *, T: int = 10, sampler: str = "remask",
                   generator: torch.Generator | None = None, early_exit: bool = False,
                   history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Decode a batch to (symbol ids, modifier ids), each [B, max_len], PAD after the label."""
-        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        mem_kv = self.memory_kv(images)
         if sampler == "remask":
             return sample_remask(self.decoder, mem_kv, T, generator, early_exit, history)
         if sampler == "mask-predict":
@@ -84,25 +94,19 @@ class GryphOne(nn.Module):
         raise ValueError(f"unknown sampler {sampler!r} (remask | mask-predict)")
 
 
-class ARRecognizer(nn.Module):
+class ARRecognizer(_Recognizer):
     def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.encoder = ViTEncoder(cfg.image_size, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads,
-                                  cfg.conv_stem)
+        super().__init__(cfg)
         self.decoder = ARDecoder(cfg.num_tokens, cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
                                  cfg.enc_dim, cfg.dropout)
 
-    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        return self.loss(images, batch, generator)
-
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        return ar_loss(self.decoder, self.decoder.memory_kv(self.encoder(images)), batch["tokens"])
+        return ar_loss(self.decoder, self.memory_kv(images), batch["tokens"])
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, *, beam: int = 1, **_: object) -> torch.Tensor:
         """Decode a batch to token ids [B, <=max_len] (BOS ... EOS PAD)."""
-        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        mem_kv = self.memory_kv(images)
         return greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)
 
 

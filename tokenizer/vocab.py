@@ -77,7 +77,22 @@ class EncodedLabel:
     oov_modifiers: list[tuple] = field(default_factory=list)
 
 
-class SATVocab:
+class _JsonFile:
+    """save/load as JSON through to_dict/from_dict; a bad file raises ValueError naming it."""
+
+    def save(self, path: str | os.PathLike) -> None:
+        _write_json(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike):
+        data = _read_json(path)
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+
+class SATVocab(_JsonFile):
     """Symbol and modifier ids for SAT positions; ids 0, 1, 2 are PAD, MASK, UNK in both."""
 
     PAD = 0
@@ -220,23 +235,12 @@ class SATVocab:
             raise ValueError("'modifiers' must be a list of [pre, post] pairs of string lists")
         return cls(symbols, [(tuple(p), tuple(q)) for p, q in modifiers], extended=bool(d.get("extended", False)))
 
-    def save(self, path: str | os.PathLike) -> None:
-        _write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "SATVocab":
-        data = _read_json(path)
-        try:
-            return cls.from_dict(data)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-
     def __repr__(self) -> str:
         return (f"SATVocab({self.num_symbols} symbols, {self.num_modifiers} modifiers, "
                 f"extended={self.extended})")
 
 
-class TokenVocab:
+class TokenVocab(_JsonFile):
     """Plain LaTeX-token ids for the autoregressive baseline: PAD, BOS, EOS, UNK = 0, 1, 2, 3."""
 
     PAD = 0
@@ -314,17 +318,6 @@ class TokenVocab:
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise ValueError("'tokens' must be a list of strings")
         return cls(tokens)
-
-    def save(self, path: str | os.PathLike) -> None:
-        _write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "TokenVocab":
-        data = _read_json(path)
-        try:
-            return cls.from_dict(data)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"TokenVocab({len(self.tokens)} tokens)"
