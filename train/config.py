@@ -89,9 +89,10 @@ def _tiny() -> TrainConfig:
 def _crohme_cpu() -> TrainConfig:
     """Sized for ~85 minutes on 2 shared CPU cores: 96x384 canvas (CROHME's median aspect is 3.5),
     conv stem + patch 16 (144 tokens), width 96 (~0.6 GFLOP per training image, so several epochs fit);
-    trains on brace-normalized labels."""
+    trains on brace-normalized labels; the RMML KL is ramped in over 1,000 steps (BENCHMARKS.md)."""
     m = ModelConfig(image_size=(96, 384), patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
-                    dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64, loss=LossConfig(T=10))
+                    dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
+                    loss=LossConfig(T=10, kl_warmup_steps=1000))
     return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
                        batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
                        max_minutes=85, eval_every=1000, eval_limit=150, ckpt_every=250,
