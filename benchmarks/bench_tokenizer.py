@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tokenizer.check import CorpusCheck  # noqa: E402
+from tokenizer.check import CHUNK_LINES, CorpusCheck  # noqa: E402
 from tokenizer.corpus import Line, read_corpus  # noqa: E402
 from tokenizer.lexer import tokenize  # noqa: E402
 from tokenizer.verdict import label_verdict  # noqa: E402
@@ -76,17 +76,24 @@ def main() -> int:
         for s in texts:
             label_verdict(s)
 
-    def full():  # what `python -m tokenizer.check` does for each line
+    def per_line():  # CorpusCheck.add on every line: the reference path
         c = CorpusCheck()
         for ln in lines:
             c.add(ln)
 
-    t = best_times(args.repeat, {"bare": bare, "lex": lex, "verdict": verdict, "full": full})
+    def full():  # what `python -m tokenizer.check` does: chunks of CHUNK_LINES lines through add_many
+        c = CorpusCheck()
+        for i in range(0, n, CHUNK_LINES):
+            c.add_many(lines[i:i + CHUNK_LINES])
+
+    t = best_times(args.repeat, {"bare": bare, "lex": lex, "verdict": verdict, "per_line": per_line,
+                                 "full": full})
     rate = {k: n / v for k, v in t.items()}
     print(f"{n} lines from {len(files)} files, best of {args.repeat} interleaved rounds")
     print(f"bare regex tokenization : {rate['bare']:>10,.0f} lines/s")
     print(f"tokenize()              : {rate['lex']:>10,.0f} lines/s  ({rate['lex'] / rate['bare']:.2f} x bare)")
     print(f"label_verdict()         : {rate['verdict']:>10,.0f} lines/s  ({rate['verdict'] / rate['bare']:.2f} x bare)")
+    print(f"per-line check (add)    : {rate['per_line']:>10,.0f} lines/s  ({rate['per_line'] / rate['bare']:.2f} x bare)")
     print(f"full check              : {rate['full']:>10,.0f} lines/s  ({rate['full'] / rate['bare']:.2f} x bare; "
           f"target >= 0.20)")
     if args.stages:

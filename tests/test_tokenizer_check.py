@@ -9,6 +9,7 @@ import pytest
 
 from tokenizer import SATVocab
 from tokenizer import check as check_mod
+from tokenizer import chunkcheck
 from tokenizer.check import main
 
 
@@ -119,7 +120,9 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 def test_exit_1_when_a_line_does_not_round_trip(tmp_path, capsys, monkeypatch):
     f = tmp_path / "c.txt"
     f.write_text("\\alpha x\ny\n")
-    monkeypatch.setattr(check_mod, "detokenize", lambda toks: "".join(toks))  # a broken detokenizer
+    broken = lambda toks: "".join(toks)  # noqa: E731 - a detokenizer that forgets the space after \alpha
+    monkeypatch.setattr(check_mod, "detokenize", broken)
+    monkeypatch.setattr(chunkcheck, "detokenize", broken)  # the chunk path must catch it too
     rc, r = run_json(capsys, f)
     assert rc == 1
     assert r["round_trip"]["token_failures"] == 1 and r["round_trip"]["string_failures"] == 1

@@ -1,0 +1,137 @@
+"""The chunk path of the corpus check (tokenizer/chunkcheck.py) gives the per-line check's answers."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokenizer.check import CorpusCheck
+from tokenizer.chunkcheck import _NEEDS_LINE_RE, check_chunk, position_key
+from tokenizer.corpus import Line, read_corpus
+from tokenizer.errors import LatexError
+from tokenizer.lexer import squeeze_whitespace, tokenize
+from tokenizer.sat import split_streams
+from tokenizer.verdict import label_verdict
+
+# pieces that exercise every branch: plain symbols, scripts, groups, arity commands, \left..\right,
+# text mode, environments, control spaces, row breaks, trailing backslashes, markers, errors
+PIECES = ["x", "y", "2", "+", "=", "(", ")", "[", "]", "|", "^", "_", "{", "}", "{", "}", " ", "  ", "\t",
+          "\\alpha", "\\alpha ", "\\sin", "\\frac", "\\sqrt", "\\sqrt[3]", "\\left(", "\\right)", "\\left.",
+          "\\middle|", "\\sum", "\\limits", "\\int", "\\mbox{ a b }", "\\text{ if }", "\\begin{matrix}",
+          "\\end{matrix}", "\\begin {cases}", "&", "\\\\", "\\ ", "\\,", "\\{", "\\}", "\\", "\\mathbb{R}",
+          "\\mathbb {R}", "\\operatorname*", "\\operatorname *", "\\overline", "\\hat", "$", "\x00", "\x01",
+          "\x02", "\n", "é", "\\over", "\\prime", "'", "\\\\alpha", "a b"]
+labels = st.lists(st.sampled_from(PIECES), min_size=0, max_size=14).map("".join)
+WELL_FORMED = ["x^{2}", "\\frac{a}{b}", "\\sqrt[3]{x}", "x_{i}^{2}", "\\left(x\\right)", "{x}", "a}b", "x^",
+               "\\sum_{i=1}^{n}x_{i}", "\\mbox{if }x", "\\begin{matrix}a&b\\end{matrix}", "{}", "x \\\\",
+               "\\alpha x", "x^{\\prime}", "{{{{{{x}}}}}}", "\\hat{\\hat{\\hat{x}}}", "x \\ y", "a\x02b"]
+
+
+def _report(checker: CorpusCheck) -> dict:
+    r = checker.report(top=1000)
+    r.pop("seconds")
+    r.pop("lines_per_second")
+    r["all_raw_lengths"] = sorted(checker.raw_lengths)
+    r["all_sat_lengths"] = sorted(checker.sat_lengths)
+    r["all_symbols"] = dict(+checker.symbols)
+    r["all_modifiers"] = dict(+checker.modifiers)
+    return r
+
+
+def both_ways(lines: list[Line], chunk: int = 7, **kw) -> tuple[dict, dict]:
+    one, many = CorpusCheck(**kw), CorpusCheck(**kw)
+    for line in lines:
+        one.add(line)
+    for i in range(0, len(lines), chunk):
+        many.add_many(lines[i:i + chunk])
+    return _report(one), _report(many)
+
+
+def as_lines(texts: list[str]) -> list[Line]:
+    return [Line("t.txt", i + 1, None, t) for i, t in enumerate(texts)]
+
+
+def test_well_formed_and_broken_examples_agree():
+    lines = as_lines(WELL_FORMED * 3)
+    a, b = both_ways(lines)
+    assert a == b
+    assert a["valid"] > 0 and a["invalid"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(labels, min_size=1, max_size=25), st.integers(1, 9))
+def test_chunk_path_reports_what_the_per_line_path_reports(texts, chunk):
+    a, b = both_ways(as_lines(texts), chunk=chunk)
+    assert a == b
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(labels, min_size=1, max_size=12))
+def test_crohme_cleaning_agrees(texts):
+    a, b = both_ways(as_lines(["$" + t + "$" for t in texts]), chunk=5, crohme=True)
+    assert a == b
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(labels, min_size=1, max_size=8))
+def test_options_without_a_chunk_path_still_agree(texts):
+    for kw in ({"extended": True}, {"do_normalize": True}):
+        a, b = both_ways(as_lines(texts), chunk=3, **kw)
+        assert a == b
+
+
+def _plain(s: str) -> bool:
+    return (bool(s.strip()) and s[-1] != "\\" and not any(m in s for m in "\x00\x01\x02")
+            and _NEEDS_LINE_RE.search(s) is None)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(labels, st.text(max_size=30)))
+def test_squeezing_never_changes_the_tokens_of_a_plain_line(s):
+    """The lemma that lets the chunk path skip re-lexing: tokenize(squeeze(s)) == tokenize(s)."""
+    if not _plain(s):
+        return
+    try:
+        toks = tokenize(s)
+    except LatexError:
+        return
+    assert tokenize(squeeze_whitespace(s)) == toks
+
+
+@pytest.mark.parametrize("latex", ["x^{2}", "\\frac{a}{b}", "a_{i}^{2}+b", "\\sqrt{x}", "{x}^{2}", "x}", "}x",
+                                   "x^{\\frac{1}{2}}", "a{b}c"])
+def test_positions_are_sat_l_positions(latex):
+    """The chunk's (pre, post) pairs are split_streams' pairs (checked where the reduction accepts)."""
+    res = check_chunk(["y", latex, "z"])
+    toks = tokenize(latex)
+    pres, syms, posts = split_streams(toks)
+    expected = Counter(zip(pres, posts)) + Counter({((), ()): 2})
+    if label_verdict(latex) is not None:
+        assert 1 in res.slow  # invalid: left to the per-line check, which names the error
+        return
+    assert res.fast == [0, 1, 2]
+    got = Counter(position_key(p) for p in res.positions) + Counter({((), ()): res.bare_positions})
+    assert +got == +expected
+    assert Counter(res.symbols) == Counter(syms + ["y", "z"])
+
+
+def test_lines_the_chunk_path_cannot_take_are_handed_back():
+    texts = ["x", "\\mbox{a b}", "\\begin{matrix}a\\end{matrix}", "x\\", "a\x00b", "x^{2", "{}"]
+    res = check_chunk(texts)
+    assert res.fast == [0]
+    assert res.slow == [1, 2, 3, 4, 5, 6]
+
+
+REAL = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "latex").glob("*"))
+
+
+@pytest.mark.skipif(not REAL, reason="../shared/data/latex is absent (real corpora are not shipped)")
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_real_corpora_agree(path):
+    with open(path, "rb") as f:
+        lines = [r for r in read_corpus(f, str(path)) if isinstance(r, Line)]
+    a, b = both_ways(lines, chunk=512)
+    assert a == b

@@ -1,0 +1,220 @@
+"""The corpus check over a chunk of lines at once, at C speed.
+
+`CorpusCheck.add` checks a line with Python work per token: lex, detokenize, re-lex, squeeze
+whitespace, validate, SAT split, count. Here the same questions are asked of a whole chunk of lines
+joined by a separator, in a handful of regex and string passes that never loop over tokens in Python:
+one scan lexes every line, one substitution detokenizes them all, the grammar's regex reduction runs
+over the class string of the chunk, and the SAT positions come out of one more scan over it.
+
+The token round trip (tokens -> string -> tokens) is decided without re-lexing where it can be: on
+the plain path, tokenize(squeeze_whitespace(s)) == tokenize(s) (squeezing drops only whitespace the
+lexer drops too; property-tested in tests/test_tokenizer_chunkcheck.py), so a line whose detokenized
+text equals its squeezed original round-trips at both levels at once. Only the other lines are re-lexed.
+
+Only lines on the plain path take it: the lexer's fast scan (no text mode, nothing to canonicalize),
+no environment, accepted by the grammar's regex reduction, at least one visible symbol, the paper's
+modifier set. Every other line (and every line of a chunk where anything is unexpected) is handed back
+to be checked one by one, so the answers are always the per-line check's answers;
+tests/test_tokenizer_chunkcheck.py shows the reports identical, field for field, on generated and real
+corpora.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from itertools import accumulate, compress, islice
+from operator import add
+from typing import Iterable, Sequence
+
+from .grammar import _CLASS, _GROUP_RE, _LEFT_RIGHT_RE, _MAX_PASSES, _TOP_RE
+from .errors import LatexError
+from .lexer import _FAST_RE, _SPECIAL_RE, detokenize, squeeze_whitespace, tokenize
+
+SEP = "\x02"
+"""Joins the lines of a chunk: lexes as a token of its own, is no whitespace, and no pattern crosses it."""
+
+_UNSAFE = ("\x00", "\x01", SEP)  # the markers of detokenize, squeeze_whitespace and the chunk
+
+# Lines the per-line lexer would not take through its plain scan, plus environments (which the grammar's
+# regex reduction leaves to the parser). The lexer's pattern may run over `[^}]*?`; here it must stop at
+# the separator, or a match starting in one line could hide a match starting in the next.
+_needs_line_pattern = _SPECIAL_RE.pattern.replace("[^}]", "[^}" + SEP + "]")
+assert _needs_line_pattern != _SPECIAL_RE.pattern, "lexer._SPECIAL_RE changed: review chunkcheck"
+_NEEDS_LINE_RE = re.compile(_needs_line_pattern + r"|\\(?:begin|end)\s*\{")
+
+_CLASS_CHARS = "{}^_[]LRM12oXlsa"
+assert set(_CLASS.values()) <= set(_CLASS_CHARS), "grammar._CLASS changed: review chunkcheck"
+_MODIFIER_CHARS = "^_{}"
+_SYMBOL_CHARS = "".join(c for c in _CLASS_CHARS if c not in _MODIFIER_CHARS)
+# class string -> 1 for a visible symbol, 0 for a modifier or a line break (for itertools.compress)
+_SYMBOL_MASK = str.maketrans({**{c: "\x01" for c in _SYMBOL_CHARS}, **{c: "\x00" for c in _MODIFIER_CHARS + "\n"}})
+# class string -> one "s" per visible symbol, modifiers kept
+_POSITION_CLASSES = str.maketrans({c: "s" for c in _SYMBOL_CHARS})
+_DROP_MODIFIERS = str.maketrans({c: None for c in _MODIFIER_CHARS})
+# The chunk's class string with one "s" per symbol, split at the symbols, gives the runs of modifiers
+# between them; a line break inside a run marks the end of one line and the start of the next. Position
+# i is keyed by its two neighbouring runs (r_i, r_{i+1}), which position_key turns into SAT-L's
+# (pre, post): the pre is r_i after its line break, else r_i less its leading closers; the post is
+# r_{i+1} up to its line break, else its leading closers (sat.split_streams' rule).
+_TOP_LINE_RE = re.compile("^(?:" + _TOP_RE.pattern + ")$", re.M)
+
+
+def position_key(runs: tuple[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(r_i, r_{i+1}) -> the (pre, post) modifier pair of the symbol between them."""
+    before, after = runs
+    if "\n" in before:
+        pre = before[before.rindex("\n") + 1:]
+    else:
+        pre = before.lstrip("}")
+    if "\n" in after:
+        post = after[:after.index("\n")]
+    else:
+        post = after[:len(after) - len(after.lstrip("}"))]
+    return tuple(pre), tuple(post)
+
+
+_class_table: dict[str, str] = {SEP: "\n"}
+"""Token -> grammar class character, grown with every new token, so that classing a chunk is one C-level
+map over its tokens (a miss falls back to grammar._CLASS, default "a")."""
+
+
+def _classes(tokens: list[str]) -> str:
+    """The grammar's class string of a token list (one character per token; SEP -> line break)."""
+    try:
+        return "".join(map(_class_table.__getitem__, tokens))
+    except KeyError:
+        if len(_class_table) > 200_000:  # a corpus of endless distinct commands: start over
+            _class_table.clear()
+            _class_table[SEP] = "\n"
+        for t in set(tokens).difference(_class_table):
+            _class_table[t] = _CLASS.get(t, "a")
+        return "".join(map(_class_table.__getitem__, tokens))
+
+
+def _reduce(reduced: str) -> str:
+    """grammar.quick_accept's innermost-group reduction, over every line of a class string at once.
+
+    Line-local (no pattern spans a line break), so each line ends as it would alone: reduced to what
+    _TOP_RE accepts, or stuck (then the per-line check asks the parser). Further passes leave a finished
+    or stuck line as it is, so running them for the other lines changes nothing."""
+    for _ in range(_MAX_PASSES):
+        if "{" not in reduced and "L" not in reduced:
+            break
+        r = _GROUP_RE.sub("g", reduced)
+        if "L" in r:
+            r = _LEFT_RIGHT_RE.sub("r", r)
+        if r == reduced:
+            break
+        reduced = r
+    return reduced
+
+
+@dataclass
+class ChunkResult:
+    """What the chunk pass settled. Lists under fast are aligned with it; slow lines are left to the caller."""
+
+    slow: list[int] = field(default_factory=list)
+    fast: list[int] = field(default_factory=list)
+    raw_lengths: list[int] = field(default_factory=list)
+    sat_lengths: list[int] = field(default_factory=list)
+    string_failures: list[tuple[int, str]] = field(default_factory=list)  # (line index, detokenized text)
+    # iterators, to be consumed once (counting straight from them saves building a list per chunk):
+    symbols: Iterable[str] = ()                  # every visible symbol of the fast lines
+    positions: Iterable[tuple[str, str]] = ()    # each fast line's symbol with a modifier, as its two runs
+    bare_positions: int = 0                      # how many symbols of the fast lines carry none
+
+
+def check_chunk(texts: Sequence[str]) -> ChunkResult:
+    """Check the labels `texts` (none blank) together; see the module docstring for what is settled here."""
+    out = ChunkResult()
+    cand = [i for i, s in enumerate(texts) if s[-1] != "\\"]  # an odd trailing backslash would eat SEP
+    if len(cand) < len(texts):
+        out.slow = [i for i, s in enumerate(texts) if s[-1] == "\\"]
+    chunk = SEP.join([texts[i] for i in cand])
+    if any(m in chunk for m in _UNSAFE[:2]) or chunk.count(SEP) != len(cand) - 1:
+        unsafe = {i for i in cand if any(m in texts[i] for m in _UNSAFE)}
+        out.slow += sorted(unsafe)
+        cand = [i for i in cand if i not in unsafe]
+        chunk = SEP.join([texts[i] for i in cand])
+    if _NEEDS_LINE_RE.search(chunk) is not None:
+        starts = list(accumulate((len(texts[i]) + 1 for i in cand), initial=0))
+        flagged = {bisect_right(starts, m.start()) - 1 for m in _NEEDS_LINE_RE.finditer(chunk)}
+        out.slow += [cand[k] for k in sorted(flagged)]
+        cand = [i for k, i in enumerate(cand) if k not in flagged]
+        chunk = SEP.join([texts[i] for i in cand])
+    if not cand:
+        out.slow.sort()
+        return out
+
+    tokens = _FAST_RE.findall(chunk)
+    classes = _classes(tokens)
+    class_lines = classes.split("\n")
+    # the round trips, for every line at once: tokens -> string -> tokens, and the string up to whitespace
+    detok = detokenize(tokens)  # SEP tokens come through as they are: one text per line
+    squeezed = squeeze_whitespace(chunk)
+    if len(class_lines) != len(cand):  # not what a plain chunk gives: ask line by line
+        out.slow = sorted(out.slow + cand)
+        return out
+
+    raw_lengths = list(map(len, class_lines))
+    sat_lengths = list(map(len, classes.translate(_DROP_MODIFIERS).split("\n")))
+    # validity: the grammar's regex reduction over every line at once (line-local: no pattern spans "\n")
+    rejected = _TOP_LINE_RE.sub("", _reduce(classes)).split("\n")  # what the reduction accepts becomes ""
+    bad_set: set[int] = set()
+    if any(rejected):
+        bad_set.update(k for k, r in enumerate(rejected) if r)
+    if "X" in classes:
+        bad_set.update(k for k, c in enumerate(class_lines) if "X" in c)
+    if 0 in sat_lengths:
+        bad_set.update(k for k, n in enumerate(sat_lengths) if n == 0)
+
+    token_starts: list[int] = []
+    string_failures: list[tuple[int, str]] = []
+    if detok != squeezed:
+        # Where a line's detokenized text is its own squeezed original, its token round trip holds (the
+        # lemma above); the others are re-lexed here, and checked at string level as the per-line check does.
+        token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
+        detok_lines = detok.split(SEP)
+        squeezed_lines = squeezed.split(SEP)
+        for k, (text, sq) in enumerate(zip(detok_lines, squeezed_lines)):
+            if text == sq or k in bad_set:
+                continue
+            try:
+                again = tokenize(text)
+            except LatexError:
+                again = None
+            if again != tokens[token_starts[k]:token_starts[k] + raw_lengths[k]]:
+                bad_set.add(k)  # the per-line check reports the failure
+            elif squeeze_whitespace(text) != sq:
+                string_failures.append((k, text))
+
+    position_classes = classes.translate(_POSITION_CLASSES)
+    mask = bytearray(classes.translate(_SYMBOL_MASK), "latin-1")
+    if bad_set:
+        bad = sorted(bad_set)
+        if not token_starts:
+            token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
+        lines = position_classes.split("\n")
+        for k in bad:
+            mask[token_starts[k]:token_starts[k] + raw_lengths[k]] = bytes(raw_lengths[k])
+            lines[k] = ""
+        position_classes = "\n".join(lines)
+        keep = [k for k in range(len(cand)) if k not in bad_set]
+        out.slow += [cand[k] for k in bad]
+        out.fast = [cand[k] for k in keep]
+        out.raw_lengths = [raw_lengths[k] for k in keep]
+        out.sat_lengths = [sat_lengths[k] for k in keep]
+    else:
+        out.fast, out.raw_lengths, out.sat_lengths = cand, raw_lengths, sat_lengths
+    runs = ("\n" + position_classes + "\n").split("s")
+    if len(runs) - 1 != sum(out.sat_lengths):  # the runs must tile the fast lines' positions
+        return ChunkResult(slow=sorted(set(out.slow) | set(cand)))
+    out.string_failures = [(cand[k], text) for k, text in string_failures if k not in bad_set]
+    out.symbols = compress(tokens, mask)
+    # most symbols carry no modifier (both runs empty): those are counted, not listed
+    nonempty = list(compress(zip(runs, islice(runs, 1, None)), map(add, runs, islice(runs, 1, None))))
+    out.positions = nonempty
+    out.bare_positions = len(runs) - 1 - len(nonempty)
+    out.slow.sort()
+    return out
