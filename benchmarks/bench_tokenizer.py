@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tokenizer.check import CHUNK_LINES, CorpusCheck  # noqa: E402
+from tokenizer.check import BLOCK_LINES, CorpusCheck  # noqa: E402
 from tokenizer.corpus import Line, read_corpus  # noqa: E402
 from tokenizer.lexer import tokenize  # noqa: E402
 from tokenizer.verdict import label_verdict  # noqa: E402
@@ -81,10 +81,10 @@ def main() -> int:
         for ln in lines:
             c.add(ln)
 
-    def full():  # what `python -m tokenizer.check` does: chunks of CHUNK_LINES lines through add_many
+    def full():  # what `python -m tokenizer.check` does: blocks of BLOCK_LINES lines through add_many
         c = CorpusCheck()
-        for i in range(0, n, CHUNK_LINES):
-            c.add_many(lines[i:i + CHUNK_LINES])
+        for i in range(0, n, BLOCK_LINES):
+            c.add_many(lines[i:i + BLOCK_LINES])
 
     t = best_times(args.repeat, {"bare": bare, "lex": lex, "verdict": verdict, "per_line": per_line,
                                  "full": full})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenizer.check import CorpusCheck
+from tokenizer.check import BLOCK_LINES, CorpusCheck
 from tokenizer.chunkcheck import _NEEDS_LINE_RE, check_chunk, position_key
 from tokenizer.corpus import Line, read_corpus
 from tokenizer.errors import LatexError
@@ -65,6 +65,15 @@ def test_well_formed_and_broken_examples_agree():
 @given(st.lists(labels, min_size=1, max_size=25), st.integers(1, 9))
 def test_chunk_path_reports_what_the_per_line_path_reports(texts, chunk):
     a, b = both_ways(as_lines(texts), chunk=chunk)
+    assert a == b
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(labels, st.integers(1, 4)), min_size=1, max_size=12), st.randoms())
+def test_repeated_labels_are_counted_as_often_as_they_occur(texts_and_repeats, rnd):
+    texts = [t for t, k in texts_and_repeats for _ in range(k)]
+    rnd.shuffle(texts)
+    a, b = both_ways(as_lines(texts), chunk=len(texts))
     assert a == b
 
 
@@ -133,5 +142,5 @@ REAL = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "latex"
 def test_real_corpora_agree(path):
     with open(path, "rb") as f:
         lines = [r for r in read_corpus(f, str(path)) if isinstance(r, Line)]
-    a, b = both_ways(lines, chunk=512)
+    a, b = both_ways(lines, chunk=BLOCK_LINES)
     assert a == b

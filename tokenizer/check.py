@@ -18,7 +18,7 @@ from collections import _count_elements as _count  # the C helper behind Counter
 from itertools import chain
 from typing import Iterable, Sequence
 
-from .chunkcheck import check_chunk, position_key
+from .chunkcheck import ChunkResult, check_chunk, position_key
 from .corpus import FORMATS, Line, Skipped, open_source, read_corpus
 from .errors import LatexError
 from .grammar import check_valid
@@ -29,7 +29,9 @@ from .vocab import SATVocab
 
 _flatten = chain.from_iterable
 CHUNK_LINES = 512
-"""Lines per add_many call: large enough that per-call overhead vanishes, small enough for a progress bar."""
+"""Distinct labels per chunkcheck call: large enough that per-call overhead vanishes."""
+BLOCK_LINES = 16384
+"""Lines per add_many call from check_sources: repeats are found within a block (memory stays bounded)."""
 
 
 def _percentile(sorted_values: list[int], q: float) -> int:
@@ -115,42 +117,69 @@ class CorpusCheck:
         return self.vocab is None and not self.do_normalize and not self.extended
 
     def add_many(self, lines: Sequence[Line]) -> None:
-        """Check several lines: the same statistics as add() on each, most of them at C speed (chunkcheck)."""
+        """Check several lines: the same statistics as add() on each, most of them at C speed.
+
+        Repeated labels (common in real corpora: CROHME's 8,835 training captions hold 4,822 distinct
+        ones) are checked once and counted as often as they occur; the distinct ones go through
+        chunkcheck in chunks of CHUNK_LINES, grouped by how often they occur so that one weight serves
+        a whole chunk. Lines the chunk path hands back are checked one by one, every occurrence."""
         if not self.chunked:
             for line in lines:
                 self.add(line)
             return
-        texts: list[str] = []
-        todo: list[Line] = []
+        occurrences: dict[str, list[Line]] = {}
+        crohme = self.crohme
         for line in lines:
-            latex = clean_crohme_truth(line.latex) if self.crohme else line.latex
+            latex = clean_crohme_truth(line.latex) if crohme else line.latex
             if not latex or latex.isspace():
                 self.add(line, latex)
+            elif latex in occurrences:
+                occurrences[latex].append(line)
             else:
-                texts.append(latex)
-                todo.append(line)
-        if not todo:
-            return
-        res = check_chunk(texts)
+                occurrences[latex] = [line]
+        by_weight: dict[int, list[str]] = {}
+        for latex, occ in occurrences.items():
+            by_weight.setdefault(len(occ), []).append(latex)
+        for weight, texts in by_weight.items():
+            for i in range(0, len(texts), CHUNK_LINES):
+                part = texts[i:i + CHUNK_LINES]
+                self._add_chunk(check_chunk(part), part, occurrences, weight)
+
+    def _add_chunk(self, res: ChunkResult, texts: list[str], occurrences: dict[str, list[Line]],
+                   weight: int) -> None:
+        """Fold one chunk's result in; every text in it occurs `weight` times."""
         for i in res.slow:
-            self.add(todo[i], texts[i])
-        n = len(res.fast)
-        fast_lines = [todo[i] for i in res.fast]
-        extra = sum(line.continuation for line in fast_lines)
+            for line in occurrences[texts[i]]:
+                self.add(line, texts[i])
+        n = len(res.fast) * weight
+        if weight == 1:
+            extra = sum([occurrences[texts[i]][0].continuation for i in res.fast])
+        else:
+            extra = sum(line.continuation for i in res.fast for line in occurrences[texts[i]])
         self.lines += n
         self.physical_lines += n + extra
         self.continuation += extra
         self.accepted += n
         self.valid += n
-        self.raw_lengths += res.raw_lengths
-        self.sat_lengths += res.sat_lengths
+        self.raw_lengths += res.raw_lengths * weight
+        self.sat_lengths += res.sat_lengths * weight
         for i, text in res.string_failures:
-            self.string_rt_fail_n += 1
-            self._example(self.string_rt_fail, todo[i], f"detokenized to {text!r}")
-        _count(self.symbols, res.symbols)
-        _count(self._position_counts, res.positions)
+            for line in occurrences[texts[i]]:
+                self.string_rt_fail_n += 1
+                self._example(self.string_rt_fail, line, f"detokenized to {text!r}")
+        if weight == 1:
+            _count(self.symbols, res.symbols)
+            _count(self._position_counts, res.positions)
+            if res.bare_positions:
+                self._position_counts[("", "")] += res.bare_positions
+            return
+        for target, items in ((self.symbols, res.symbols), (self._position_counts, res.positions)):
+            counts: Counter = Counter()
+            _count(counts, items)
+            for key, c in counts.items():
+                target[key] += c * weight
         if res.bare_positions:
-            self._position_counts[("", "")] += res.bare_positions
+            self._position_counts[("", "")] += res.bare_positions * weight
 
     def _keep(self, store: list, lineno: int, example: dict) -> None:
         """Keep the `show` first examples in file order, whatever order lines are processed in."""
@@ -383,7 +412,7 @@ def check_sources(names: Iterable[str], checker: CorpusCheck, fmt: str = "auto",
                     checker.add_skipped(rec)
                 else:
                     pending.append(rec)
-                    if len(pending) == CHUNK_LINES:
+                    if len(pending) == BLOCK_LINES:
                         checker.add_many(pending)
                         pending = []
             checker.add_many(pending)
