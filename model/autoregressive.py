@@ -10,18 +10,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .layers import DecoderBlock
+from .layers import DecoderBlock, position_table
 
 PAD, BOS, EOS = 0, 1, 2
 
 
 class ARDecoder(nn.Module):
     def __init__(self, num_tokens: int, max_len: int, dim: int, depth: int, heads: int, mem_dim: int,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0, pos_init: str = "random"):
         super().__init__()
         self.max_len = max_len
         self.tok_emb = nn.Embedding(num_tokens, dim)
-        self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        self.pos_emb = nn.Parameter(position_table(max_len, dim, pos_init))
         nn.init.normal_(self.tok_emb.weight, std=0.02)  # same scale as the positions
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))

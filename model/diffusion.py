@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .layers import DecoderBlock
+from .layers import DecoderBlock, position_table
 
 PAD, MASK = 0, 1  # same ids as tokenizer.SATVocab, in both vocabularies
 
@@ -23,12 +23,13 @@ class SATDecoder(nn.Module):
     """Bidirectional decoder over (symbol, modifier) positions; input emb = E_sym + E_mod + E_pos."""
 
     def __init__(self, num_symbols: int, num_modifiers: int, max_len: int, dim: int, depth: int,
-                 heads: int, mem_dim: int, dropout: float = 0.0, forest_depths: int = 0):
+                 heads: int, mem_dim: int, dropout: float = 0.0, forest_depths: int = 0,
+                 pos_init: str = "random"):
         super().__init__()
         self.max_len = max_len
         self.sym_emb = nn.Embedding(num_symbols, dim)
         self.mod_emb = nn.Embedding(num_modifiers, dim)
-        self.pos_emb = nn.Parameter(torch.randn(1, max_len, dim) * 0.02)
+        self.pos_emb = nn.Parameter(position_table(max_len, dim, pos_init))
         # same scale for all three (GPT-style 0.02): with nn.Embedding's default N(0, 1) the position
         # signal is 50x weaker than E_sym(MASK) + E_mod(MASK), every masked position looks the same,
         # and the decoder predicts one symbol everywhere

@@ -34,6 +34,7 @@ class ModelConfig:
     num_modifiers: int = 0
     num_tokens: int = 0                   # ar only
     forest_depths: int = 0                # >0 adds position-forest heads (levels 0..forest_depths-1)
+    dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
     loss: LossConfig = field(default_factory=LossConfig)
 
     def to_dict(self) -> dict:
@@ -73,7 +74,8 @@ class GryphOne(_Recognizer):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         self.decoder = SATDecoder(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,
-                                  cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths)
+                                  cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths,
+                                  pos_init=cfg.dec_pos_init)
 
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         forest = (batch["level"], batch["relation"]) if "level" in batch else None
@@ -98,7 +100,7 @@ class ARRecognizer(_Recognizer):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         self.decoder = ARDecoder(cfg.num_tokens, cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
-                                 cfg.enc_dim, cfg.dropout)
+                                 cfg.enc_dim, cfg.dropout, pos_init=cfg.dec_pos_init)
 
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         return ar_loss(self.decoder, self.memory_kv(images), batch["tokens"])

@@ -125,6 +125,18 @@ def sincos_1d(n: int, dim: int) -> torch.Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=1).float()
 
 
+def position_table(n: int, dim: int, init: str) -> torch.Tensor:
+    """A learned decoder position table's initial value [1, n, dim], at the token embeddings' 0.02 scale.
+
+    "random": N(0, 0.02), GPT-style. "sincos": the fixed 1D sin-cos table scaled to the same std, so
+    that neighbouring positions start out similar (an order the decoder would otherwise have to learn)."""
+    if init == "random":
+        return torch.randn(1, n, dim) * 0.02
+    if init == "sincos":
+        return (sincos_1d(n, dim) * (0.02 * 2 ** 0.5))[None]
+    raise ValueError(f"unknown position init {init!r} (random | sincos)")
+
+
 def sincos_2d(grid_h: int, grid_w: int, dim: int) -> torch.Tensor:
     """Fixed 2D sin-cos table [grid_h * grid_w, dim] (MAE/DINO style): half the width per axis."""
     if dim % 4:

@@ -233,3 +233,18 @@ def test_kl_scale_zero_leaves_only_the_two_ce_terms():
     parts = diffusion_loss(dec, mem_kv, sym, mod, LossConfig(T=10), torch.Generator().manual_seed(1), kl_scale=0.0)
     assert parts["kl"] > 0
     assert torch.allclose(parts["loss"].detach(), 2 * parts["ce"], atol=1e-6)
+
+
+def test_decoder_position_tables_start_at_the_embedding_scale():
+    from model.layers import position_table
+
+    for init in ("random", "sincos"):
+        t = position_table(64, 96, init)
+        assert t.shape == (1, 64, 96)
+        assert abs(float(t.std()) - 0.02) < 0.004
+    s = position_table(64, 96, "sincos")[0]
+    near = torch.nn.functional.cosine_similarity(s[10], s[11], dim=0)
+    far = torch.nn.functional.cosine_similarity(s[10], s[40], dim=0)
+    assert near > far  # neighbours start out similar: the point of the sin-cos start
+    with pytest.raises(ValueError, match="unknown position init"):
+        position_table(8, 16, "zeros")
