@@ -4,7 +4,7 @@
 whitespace, validate, SAT split, count. Here the same questions are asked of a whole chunk of lines
 joined by a separator, in a handful of regex and string passes that never loop over tokens in Python:
 one scan lexes every line, one substitution detokenizes them all, the grammar's regex reduction runs
-over the class string of the chunk, and the SAT positions come out of one more scan over it.
+over the class string of the chunk, and the SAT positions come out of one split of it.
 
 The token round trip (tokens -> string -> tokens) is decided without re-lexing where it can be: on
 the plain path, tokenize(squeeze_whitespace(s)) == tokenize(s) (squeezing drops only whitespace the
