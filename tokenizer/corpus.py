@@ -7,6 +7,7 @@ raises on content: a line that cannot be used is yielded as a Skipped record say
 from __future__ import annotations
 
 import io
+import re
 import sys
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -16,6 +17,8 @@ FORMATS = ("auto", "plain", "tsv")
 _DETECT_LINES = 50
 _MAX_QUOTED_LINES = 50
 _CONTROL = frozenset(chr(c) for c in range(32)) - {"\t", "\r"} | {"\x7f"}
+_CONTROL_RE = re.compile("[" + "".join(sorted(_CONTROL)).replace("\\", "\\\\") + "]")
+"""The first control character of a line, found at C speed (a per-character scan cost more than the check)."""
 
 
 @dataclass
@@ -46,9 +49,9 @@ def _decode(raw: bytes, source: str, lineno: int) -> str | Skipped:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Skipped(source, lineno, "encoding", f"invalid UTF-8 at byte {exc.start} ({exc.reason})")
-    bad = next((c for c in text if c in _CONTROL), None)
+    bad = _CONTROL_RE.search(text)
     if bad is not None:
-        return Skipped(source, lineno, "binary", f"control character {bad!r} in the line")
+        return Skipped(source, lineno, "binary", f"control character {bad.group()!r} in the line")
     return text
 
 
