@@ -300,6 +300,16 @@ def _emit_group(items: list, out: list[str]) -> None:
     out.append("}")
 
 
+def _emit_opt_args(x, out: list[str]) -> None:
+    """A command's or environment's `[optional]` argument, then its braced arguments."""
+    if x.opt is not None:
+        out.append("[")
+        _emit_seq(x.opt, out)
+        out.append("]")
+    for a in x.args:
+        _emit_group(a, out)
+
+
 def _emit(x, out: list[str]) -> None:
     if isinstance(x, str):
         out.append(x)
@@ -318,20 +328,10 @@ def _emit(x, out: list[str]) -> None:
             _emit_group(x.sup, out)
     elif isinstance(x, _Cmd):
         out.append(x.name)
-        if x.opt is not None:
-            out.append("[")
-            _emit_seq(x.opt, out)
-            out.append("]")
-        for a in x.args:
-            _emit_group(a, out)
+        _emit_opt_args(x, out)
     elif isinstance(x, _Env):
         out.append("\\begin{" + x.name + "}")
-        if x.opt is not None:
-            out.append("[")
-            _emit_seq(x.opt, out)
-            out.append("]")
-        for a in x.args:
-            _emit_group(a, out)
+        _emit_opt_args(x, out)
         _emit_seq(x.body, out)
         out.append("\\end{" + x.name + "}")
     elif isinstance(x, list):

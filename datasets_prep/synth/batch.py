@@ -29,6 +29,13 @@ def sample_id(seed: int, split: str, fmt: str, index: int) -> str:
     return hashlib.blake2b(f"gryphone-synth/{seed}/{split}/{fmt}/{index}".encode(), digest_size=8).hexdigest()
 
 
+def write_inkml(path: Path, text: str) -> None:
+    """Write one InkML file atomically (temp file, then os.replace): a kill never leaves half a file."""
+    tmp = path.with_suffix(".inkml.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)
+
+
 def _split_salt(split: str) -> int:
     return _SPLIT_SALT.get(split, int(hashlib.blake2b(split.encode(), digest_size=4).hexdigest(), 16))
 
@@ -78,10 +85,7 @@ def generate(count: int, out: Path, *, labels: list[str] | None = None, seed: in
                 continue
             sid = sample_id(seed, split, fmt, i)
             text = _file_text(ink, fmt, sid, split, made)
-            path = folder / f"{sid}.inkml"
-            tmp = path.with_suffix(".inkml.tmp")
-            tmp.write_text(text, encoding="utf-8", newline="\n")
-            os.replace(tmp, path)
+            write_inkml(folder / f"{sid}.inkml", text)
             written += 1
             nbytes += len(text)
         if bar is not None:

@@ -160,9 +160,7 @@ def rebuild_all(root: Path, out: Path, *, seed: int = 0, split: str = "synthetic
 
     root holds symbols.jsonl, synthetic-bboxes.jsonl and train/ (the source inks of the glyphs).
     """
-    import os
-
-    from .batch import sample_id
+    from .batch import sample_id, write_inkml
     from .inkml_write import mathwriting_inkml
 
     root = Path(root)
@@ -191,10 +189,7 @@ def rebuild_all(root: Path, out: Path, *, seed: int = 0, split: str = "synthetic
             ann = ink.annotations
             text = mathwriting_inkml(ink, sample_id=sid, split=split, label=ann["normalizedLabel"],
                                      raw_label=ann["label"], label_creation=None)
-            path = folder / f"{sid}.inkml"
-            tmp = path.with_suffix(".inkml.tmp")
-            tmp.write_text(text, encoding="utf-8", newline="\n")
-            os.replace(tmp, path)
+            write_inkml(folder / f"{sid}.inkml", text)
             written += 1
             nbytes += len(text)
         if bar is not None:
