@@ -27,7 +27,7 @@ from itertools import accumulate, compress, islice
 from operator import add
 from typing import Iterable, Sequence
 
-from .grammar import _CLASS, _GROUP_RE, _LEFT_RIGHT_RE, _MAX_PASSES, _TOP_RE
+from .grammar import _CLASS, _TOP_RE, reduce_groups
 from .errors import LatexError
 from .lexer import _FAST_RE, _SPECIAL_RE, detokenize, squeeze_whitespace, tokenize
 
@@ -92,24 +92,6 @@ def _classes(tokens: list[str]) -> str:
         return "".join(map(_class_table.__getitem__, tokens))
 
 
-def _reduce(reduced: str) -> str:
-    """grammar.quick_accept's innermost-group reduction, over every line of a class string at once.
-
-    Line-local (no pattern spans a line break), so each line ends as it would alone: reduced to what
-    _TOP_RE accepts, or stuck (then the per-line check asks the parser). Further passes leave a finished
-    or stuck line as it is, so running them for the other lines changes nothing."""
-    for _ in range(_MAX_PASSES):
-        if "{" not in reduced and "L" not in reduced:
-            break
-        r = _GROUP_RE.sub("g", reduced)
-        if "L" in r:
-            r = _LEFT_RIGHT_RE.sub("r", r)
-        if r == reduced:
-            break
-        reduced = r
-    return reduced
-
-
 @dataclass
 class ChunkResult:
     """What the chunk pass settled. Lists under fast are aligned with it; slow lines are left to the caller."""
@@ -160,7 +142,7 @@ def check_chunk(texts: Sequence[str]) -> ChunkResult:
     raw_lengths = list(map(len, class_lines))
     sat_lengths = list(map(len, classes.translate(_DROP_MODIFIERS).split("\n")))
     # validity: the grammar's regex reduction over every line at once (line-local: no pattern spans "\n")
-    rejected = _TOP_LINE_RE.sub("", _reduce(classes)).split("\n")  # what the reduction accepts becomes ""
+    rejected = _TOP_LINE_RE.sub("", reduce_groups(classes)).split("\n")  # what the reduction accepts becomes ""
     bad_set: set[int] = set()
     if any(rejected):
         bad_set.update(k for k, r in enumerate(rejected) if r)

@@ -389,19 +389,24 @@ def quick_accept(tokens: Sequence[str]) -> bool:
     joined = "".join(tokens)
     if "\\begin{" in joined or "\\end{" in joined:  # environments: the parser pairs their names
         return False
-    if "{" in c or "L" in c:
-        for _ in range(_MAX_PASSES):
-            if "{" not in c and "L" not in c:
-                break
-            reduced = _GROUP_RE.sub("g", c)
-            if "L" in reduced:
-                reduced = _LEFT_RIGHT_RE.sub("r", reduced)  # a base, but not an argument
-            if reduced == c:
-                return False
-            c = reduced
-        else:
-            return False
-    return _TOP_RE.fullmatch(c) is not None
+    return _TOP_RE.fullmatch(reduce_groups(c)) is not None
+
+
+def reduce_groups(c: str) -> str:
+    """Reduce innermost groups (and \\left...\\right pairs) of a class string until none is left or
+    nothing changes. What is left of a line that cannot be reduced still holds `{` or `L`, which _TOP_RE
+    never accepts. Line-local (no pattern spans a line break), so a string of many lines joined by
+    newlines reduces each line as it would alone (tokenizer.chunkcheck relies on it)."""
+    for _ in range(_MAX_PASSES):
+        if "{" not in c and "L" not in c:
+            break
+        reduced = _GROUP_RE.sub("g", c)
+        if "L" in reduced:
+            reduced = _LEFT_RIGHT_RE.sub("r", reduced)  # a base, but not an argument
+        if reduced == c:
+            break
+        c = reduced
+    return c
 
 
 def check_valid(tokens: Sequence[str]) -> None:
