@@ -87,7 +87,7 @@ class CorpusCheck:
         self.sat_lengths: list[int] = []
         self.symbols: Counter = Counter()
         self._modifiers: Counter = Counter()          # (pre, post) -> count
-        self._position_counts: Counter = Counter()    # the chunk path's "pre s post" strings -> count
+        self._position_counts: Counter = Counter()    # the chunk path's (run before, run after) -> count
         self.oov_labels = 0
         self.oov_symbols: Counter = Counter()
         self.oov_modifiers: Counter = Counter()
@@ -152,10 +152,7 @@ class CorpusCheck:
             for line in occurrences[texts[i]]:
                 self.add(line, texts[i])
         n = len(res.fast) * weight
-        if weight == 1:
-            extra = sum([occurrences[texts[i]][0].continuation for i in res.fast])
-        else:
-            extra = sum(line.continuation for i in res.fast for line in occurrences[texts[i]])
+        extra = sum(line.continuation for i in res.fast for line in occurrences[texts[i]])
         self.lines += n
         self.physical_lines += n + extra
         self.continuation += extra
@@ -167,13 +164,10 @@ class CorpusCheck:
             for line in occurrences[texts[i]]:
                 self.string_rt_fail_n += 1
                 self._example(self.string_rt_fail, line, f"detokenized to {text!r}")
-        if weight == 1:
-            _count(self.symbols, res.symbols)
-            _count(self._position_counts, res.positions)
-            if res.bare_positions:
-                self._position_counts[("", "")] += res.bare_positions
-            return
         for target, items in ((self.symbols, res.symbols), (self._position_counts, res.positions)):
+            if weight == 1:
+                _count(target, items)
+                continue
             counts: Counter = Counter()
             _count(counts, items)
             for key, c in counts.items():
