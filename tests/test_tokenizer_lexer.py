@@ -156,3 +156,15 @@ def test_lexer_is_total_on_arbitrary_unicode(s):
         return
     assert all(isinstance(t, str) and t for t in toks)
     assert tokenize(detokenize(toks)) == toks
+
+
+@settings(max_examples=2000)
+@given(st.one_of(latexish, st.text()))
+def test_fast_scan_equals_the_whitespace_consuming_form(s):
+    """The fast scan leaves whitespace to findall's search; the form that consumes it before each token
+    (`\\s*(token)`) is the reference: same tokens on any string."""
+    import re
+
+    from tokenizer.lexer import _TOKEN
+
+    assert _FAST_RE.findall(s) == re.compile(r"\s*(" + _TOKEN + ")", re.S).findall(s)

@@ -161,3 +161,43 @@ def test_quick_accept_is_sound_on_structured_strings(latex):
     tokens = tokenize(latex)
     if quick_accept(tokens):
         validate(tokens)
+
+
+# The reduction's patterns as first written, one atom per step: the reference the faster form (a run
+# of atoms in one possessive step) must agree with exactly, on every class string.
+_REF_A = r"[ag]"
+_REF_SC = rf"(?:\^{_REF_A}(?:_{_REF_A})?|_{_REF_A}(?:\^{_REF_A})?)"
+_REF_DELIM = r"[a\[\]]"
+_REF_BASE_IN_OPT = rf"(?:[agr\[]|1{_REF_A}|2{_REF_A}{_REF_A}|o{_REF_A}|M{_REF_DELIM})"
+_REF_SEQ_IN_OPT = rf"{_REF_SC}?(?:{_REF_BASE_IN_OPT}l?{_REF_SC}?|l(?![\^_])|s(?!\[){_REF_SC}?)*"
+_REF_BASE = rf"(?:[agr\[\]]|1{_REF_A}|2{_REF_A}{_REF_A}|o(?:\[{_REF_SEQ_IN_OPT}\])?{_REF_A}|M{_REF_DELIM})"
+_REF_SEQ = rf"{_REF_SC}?(?:{_REF_BASE}l?{_REF_SC}?|l(?![\^_])|s(?!\[){_REF_SC}?)*"
+_REF_PATTERNS = {"_GROUP_RE": r"\{" + _REF_SEQ + r"\}", "_LEFT_RIGHT_RE": rf"L{_REF_DELIM}{_REF_SEQ}R{_REF_DELIM}",
+                 "_TOP_RE": _REF_SEQ}
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="{}^_[]LRM12oXlsagr\n", max_size=40))
+def test_reduction_patterns_match_their_one_atom_per_step_reference(classes):
+    import re
+
+    from tokenizer import grammar
+
+    for name, pattern in _REF_PATTERNS.items():
+        ref, fast = re.compile(pattern), getattr(grammar, name)
+        assert fast.sub("·", classes) == ref.sub("·", classes), name
+        assert (fast.fullmatch(classes) is None) == (ref.fullmatch(classes) is None), name
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "aa", "aaa", "g", "^a", "_g", "{", "}", "[", "]", "1", "2", "o", "l",
+                                 "s", "M", "L", "R", "r"]), max_size=30).map("".join))
+def test_reduction_patterns_match_the_reference_on_runs_of_atoms(classes):
+    import re
+
+    from tokenizer import grammar
+
+    for name, pattern in _REF_PATTERNS.items():
+        ref, fast = re.compile(pattern), getattr(grammar, name)
+        assert fast.sub("·", classes) == ref.sub("·", classes), name
+        assert (fast.fullmatch(classes) is None) == (ref.fullmatch(classes) is None), name

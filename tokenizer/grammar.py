@@ -371,10 +371,15 @@ for _name in SEPARATORS:
 _A = r"[ag]"
 _SC = rf"(?:\^{_A}(?:_{_A})?|_{_A}(?:\^{_A})?)"
 _DELIM = r"[a\[\]]"
-_BASE_IN_OPT = rf"(?:[agr\[]|1{_A}|2{_A}{_A}|o{_A}|M{_DELIM})"
-_SEQ_IN_OPT = rf"{_SC}?(?:{_BASE_IN_OPT}l?{_SC}?|l(?![\^_])|s(?!\[){_SC}?)*"
-_BASE = rf"(?:[agr\[\]]|1{_A}|2{_A}{_A}|o(?:\[{_SEQ_IN_OPT}\])?{_A}|M{_DELIM})"
-_SEQ = rf"{_SC}?(?:{_BASE}l?{_SC}?|l(?![\^_])|s(?!\[){_SC}?)*"
+# A sequence is bases, each with an optional \limits and scripts. A base is a one-character atom or a
+# command with its arguments. A run of one-character atoms is taken in one possessive step (`++`: C
+# speed, and no backtracking into the run, which no other alternative could start with anyway); only
+# its last atom can carry scripts. Same language as one atom per step (tests/test_tokenizer_validate.py
+# checks it against that reference form), 1.5-2x faster on real class strings.
+_CMD_IN_OPT = rf"(?:1{_A}|2{_A}{_A}|o{_A}|M{_DELIM})"
+_SEQ_IN_OPT = rf"{_SC}?(?:[agr\[]++l?{_SC}?|{_CMD_IN_OPT}l?{_SC}?|l(?![\^_])|s(?!\[){_SC}?)*"
+_CMD = rf"(?:1{_A}|2{_A}{_A}|o(?:\[{_SEQ_IN_OPT}\])?{_A}|M{_DELIM})"
+_SEQ = rf"{_SC}?(?:[agr\[\]]++l?{_SC}?|{_CMD}l?{_SC}?|l(?![\^_])|s(?!\[){_SC}?)*"
 _GROUP_RE = re.compile(r"\{" + _SEQ + r"\}")
 _LEFT_RIGHT_RE = re.compile(rf"L{_DELIM}{_SEQ}R{_DELIM}")
 _TOP_RE = re.compile(_SEQ)
