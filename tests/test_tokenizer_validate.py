@@ -201,3 +201,26 @@ def test_reduction_patterns_match_the_reference_on_runs_of_atoms(classes):
         ref, fast = re.compile(pattern), getattr(grammar, name)
         assert fast.sub("·", classes) == ref.sub("·", classes), name
         assert (fast.fullmatch(classes) is None) == (ref.fullmatch(classes) is None), name
+
+
+def _reduce_by_regex_only(c: str) -> str:
+    """reduce_groups without its plain-replace first step: the reference for it."""
+    from tokenizer import grammar
+
+    for _ in range(grammar._MAX_PASSES):
+        reduced = grammar._GROUP_RE.sub("g", c)
+        if "L" in reduced:
+            reduced = grammar._LEFT_RIGHT_RE.sub("r", reduced)
+        if reduced == c:
+            return c
+        c = reduced
+    return c
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(["a", "g", "{a}", "{aa}", "{aaa}", "{", "}", "^", "_", "1", "2", "o", "[", "]",
+                                 "L", "R", "M", "l", "s", "X", "\n"]), max_size=30).map("".join))
+def test_reducing_common_groups_first_changes_nothing(classes):
+    from tokenizer.grammar import reduce_groups
+
+    assert reduce_groups(classes) == _reduce_by_regex_only(classes)

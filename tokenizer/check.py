@@ -16,6 +16,7 @@ import time
 from collections import Counter, defaultdict
 from collections import _count_elements as _count  # the C helper behind Counter.update
 from itertools import chain
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 from .chunkcheck import ChunkResult, check_chunk, position_key
@@ -28,6 +29,7 @@ from .sat import extended_masks, split_streams
 from .vocab import SATVocab
 
 _flatten = chain.from_iterable
+_continuation = attrgetter("continuation")
 CHUNK_LINES = 512
 """Distinct labels per chunkcheck call: large enough that per-call overhead vanishes."""
 BLOCK_LINES = 16384
@@ -127,43 +129,50 @@ class CorpusCheck:
             for line in lines:
                 self.add(line)
             return
-        occurrences: dict[str, list[Line]] = {}
-        crohme = self.crohme
-        for line in lines:
-            latex = clean_crohme_truth(line.latex) if crohme else line.latex
-            if not latex or latex.isspace():
-                self.add(line, latex)
-            elif latex in occurrences:
-                occurrences[latex].append(line)
-            else:
-                occurrences[latex] = [line]
+        texts = [clean_crohme_truth(ln.latex) for ln in lines] if self.crohme else [ln.latex for ln in lines]
+        self._count_lines(len(lines), sum(map(_continuation, lines)))
         by_weight: dict[int, list[str]] = {}
-        for latex, occ in occurrences.items():
-            by_weight.setdefault(len(occ), []).append(latex)
-        for weight, texts in by_weight.items():
-            for i in range(0, len(texts), CHUNK_LINES):
-                part = texts[i:i + CHUNK_LINES]
-                self._add_chunk(check_chunk(part), part, occurrences, weight)
+        for latex, weight in Counter(texts).items():
+            if not latex or latex.isspace():
+                self.blank += weight
+            else:
+                by_weight.setdefault(weight, []).append(latex)
+        slow: list[str] = []
+        string_failures: list[tuple[str, str]] = []
+        for weight, distinct in by_weight.items():
+            for i in range(0, len(distinct), CHUNK_LINES):
+                part = distinct[i:i + CHUNK_LINES]
+                res = check_chunk(part)
+                self._add_chunk(res, weight)
+                slow += [part[k] for k in res.slow]
+                string_failures += [(part[k], text) for k, text in res.string_failures]
+        if slow or string_failures:  # these need their lines: for line numbers, and to check each one
+            wanted = set(slow).union(latex for latex, _ in string_failures)
+            occurrences: dict[str, list[Line]] = {}
+            for line, latex in zip(lines, texts):
+                if latex in wanted:
+                    occurrences.setdefault(latex, []).append(line)
+            for latex in slow:
+                for line in occurrences[latex]:
+                    self._check(line, latex)
+            for latex, text in string_failures:
+                for line in occurrences[latex]:
+                    self.string_rt_fail_n += 1
+                    self._example(self.string_rt_fail, line, f"detokenized to {text!r}")
 
-    def _add_chunk(self, res: ChunkResult, texts: list[str], occurrences: dict[str, list[Line]],
-                   weight: int) -> None:
-        """Fold one chunk's result in; every text in it occurs `weight` times."""
-        for i in res.slow:
-            for line in occurrences[texts[i]]:
-                self.add(line, texts[i])
+    def _count_lines(self, expressions: int, continuation: int) -> None:
+        self.lines += expressions
+        self.physical_lines += expressions + continuation
+        self.continuation += continuation
+
+    def _add_chunk(self, res: ChunkResult, weight: int) -> None:
+        """Fold in the lines a chunk settled (its slow lines and string failures are the caller's);
+        every text in it occurs `weight` times."""
         n = len(res.fast) * weight
-        extra = sum(line.continuation for i in res.fast for line in occurrences[texts[i]])
-        self.lines += n
-        self.physical_lines += n + extra
-        self.continuation += extra
         self.accepted += n
         self.valid += n
         self.raw_lengths += res.raw_lengths * weight
         self.sat_lengths += res.sat_lengths * weight
-        for i, text in res.string_failures:
-            for line in occurrences[texts[i]]:
-                self.string_rt_fail_n += 1
-                self._example(self.string_rt_fail, line, f"detokenized to {text!r}")
         for target, items in ((self.symbols, res.symbols), (self._position_counts, res.positions)):
             if weight == 1:
                 _count(target, items)
@@ -172,8 +181,6 @@ class CorpusCheck:
             _count(counts, items)
             for key, c in counts.items():
                 target[key] += c * weight
-        if res.bare_positions:
-            self._position_counts[("", "")] += res.bare_positions * weight
 
     def _keep(self, store: list, lineno: int, example: dict) -> None:
         """Keep the `show` first examples in file order, whatever order lines are processed in."""
@@ -194,11 +201,13 @@ class CorpusCheck:
 
     def add(self, line: Line, latex: str | None = None) -> None:
         """Check one line (latex: the line's label already cleaned, when the caller did it)."""
-        self.lines += 1
-        self.physical_lines += 1 + line.continuation
-        self.continuation += line.continuation
+        self._count_lines(1, line.continuation)
         if latex is None:
             latex = clean_crohme_truth(line.latex) if self.crohme else line.latex
+        self._check(line, latex)
+
+    def _check(self, line: Line, latex: str) -> None:
+        """The per-line check of a counted line: the reference every faster path must agree with."""
         if not latex or latex.isspace():
             self.blank += 1
             return

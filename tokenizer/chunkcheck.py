@@ -23,11 +23,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, islice
-from operator import add
+from itertools import accumulate, chain, compress, islice
 from typing import Iterable, Sequence
 
-from .grammar import _CLASS, _TOP_RE, reduce_groups
+from .grammar import _CLASS, _TOP_RE, reduce_groups, validate
 from .errors import LatexError
 from .lexer import _FAST_RE, _SPECIAL_RE, detokenize, squeeze_whitespace, tokenize
 
@@ -41,7 +40,8 @@ _UNSAFE = ("\x00", "\x01", SEP)  # the markers of detokenize, squeeze_whitespace
 # the separator, or a match starting in one line could hide a match starting in the next.
 _needs_line_pattern = _SPECIAL_RE.pattern.replace("[^}]", "[^}" + SEP + "]")
 assert _needs_line_pattern != _SPECIAL_RE.pattern, "lexer._SPECIAL_RE changed: review chunkcheck"
-_NEEDS_LINE_RE = re.compile(_needs_line_pattern + r"|\\(?:begin|end)\s*\{")
+_ENV_RE = re.compile(r"\\(?:begin|end)\s*\{")
+_NEEDS_LINE_RE = re.compile(_needs_line_pattern + "|" + _ENV_RE.pattern)
 
 _CLASS_CHARS = "{}^_[]LRM12oXlsa"
 assert set(_CLASS.values()) <= set(_CLASS_CHARS), "grammar._CLASS changed: review chunkcheck"
@@ -103,8 +103,7 @@ class ChunkResult:
     string_failures: list[tuple[int, str]] = field(default_factory=list)  # (line index, detokenized text)
     # iterators, to be consumed once (counting straight from them saves building a list per chunk):
     symbols: Iterable[str] = ()                  # every visible symbol of the fast lines
-    positions: Iterable[tuple[str, str]] = ()    # each fast line's symbol with a modifier, as its two runs
-    bare_positions: int = 0                      # how many symbols of the fast lines carry none
+    positions: Iterable[tuple[str, str]] = ()    # each symbol of the fast lines as its two runs
 
 
 def check_chunk(texts: Sequence[str]) -> ChunkResult:
@@ -119,84 +118,127 @@ def check_chunk(texts: Sequence[str]) -> ChunkResult:
         out.slow += sorted(unsafe)
         cand = [i for i in cand if i not in unsafe]
         chunk = SEP.join([texts[i] for i in cand])
+    moded: list[int] = []
     if _NEEDS_LINE_RE.search(chunk) is not None:
         starts = list(accumulate((len(texts[i]) + 1 for i in cand), initial=0))
         flagged = {bisect_right(starts, m.start()) - 1 for m in _NEEDS_LINE_RE.finditer(chunk)}
-        out.slow += [cand[k] for k in sorted(flagged)]
+        moded = [cand[k] for k in sorted(flagged)]
         cand = [i for k, i in enumerate(cand) if k not in flagged]
         chunk = SEP.join([texts[i] for i in cand])
-    if not cand:
-        out.slow.sort()
-        return out
+    symbols: list[Iterable[str]] = []
+    positions: list[Iterable[tuple[str, str]]] = []
+    if cand:
+        _settle(out, symbols, positions, texts, cand, _FAST_RE.findall(chunk), chunk)
+    if moded:
+        _settle_moded(out, symbols, positions, texts, moded)
+    out.symbols = chain.from_iterable(symbols)
+    out.positions = chain.from_iterable(positions)
+    out.slow.sort()
+    return out
 
-    tokens = _FAST_RE.findall(chunk)
+
+def _settle_moded(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], lines: list[int]) -> None:
+    """The lines the plain scan cannot lex (text mode, canonicalized tokens) or whose validity only the
+    parser decides (environments): each is lexed, re-lexed and (environments) validated on its own, and
+    everything else is settled for all of them at once."""
+    cand: list[int] = []
+    token_lists: list[list[str]] = []
+    for i in lines:
+        try:
+            token_lists.append(tokenize(texts[i]))
+        except LatexError:
+            out.slow.append(i)
+            continue
+        cand.append(i)
+    if not cand:
+        return
+    tokens = [SEP] * (sum(map(len, token_lists)) + len(token_lists) - 1)
+    at = 0
+    for toks in token_lists:
+        tokens[at:at + len(toks)] = toks
+        at += len(toks) + 1
+    _settle(out, symbols, positions, texts, cand, tokens, SEP.join([texts[i] for i in cand]), token_lists)
+
+
+def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], cand: list[int], tokens: list[str],
+            chunk: str, token_lists: list[list[str]] | None = None) -> None:
+    """Settle the lines cand (joined: chunk; lexed: tokens, SEP between lines) into out. token_lists is
+    given for moded lines: their token round trip is then checked by re-lexing each line (the
+    squeezing lemma is for the plain scan only), and environments are validated by the parser."""
     classes = _classes(tokens)
     class_lines = classes.split("\n")
+    if len(class_lines) != len(cand):  # not what a plain chunk gives: ask line by line
+        out.slow += cand
+        return
     # the round trips, for every line at once: tokens -> string -> tokens, and the string up to whitespace
     detok = detokenize(tokens)  # SEP tokens come through as they are: one text per line
     squeezed = squeeze_whitespace(chunk)
-    if len(class_lines) != len(cand):  # not what a plain chunk gives: ask line by line
-        out.slow = sorted(out.slow + cand)
-        return out
 
     raw_lengths = list(map(len, class_lines))
     sat_lengths = list(map(len, classes.translate(_DROP_MODIFIERS).split("\n")))
     # validity: the grammar's regex reduction over every line at once (line-local: no pattern spans "\n")
     rejected = _TOP_LINE_RE.sub("", reduce_groups(classes)).split("\n")  # what the reduction accepts becomes ""
-    bad_set: set[int] = set()
-    if any(rejected):
-        bad_set.update(k for k, r in enumerate(rejected) if r)
+    # Lines the reduction rejects, lines with a command it leaves to the parser ("X"), and environments
+    # (the reduction takes `\\begin{..}` for an atom; the parser pairs the names) are validated by the
+    # parser, as the per-line check does; only those it rejects are handed back, to report the error.
+    ask = {k for k, r in enumerate(rejected) if r} if any(rejected) else set()
     if "X" in classes:
-        bad_set.update(k for k, c in enumerate(class_lines) if "X" in c)
+        ask.update(k for k, c in enumerate(class_lines) if "X" in c)
+    if token_lists is not None:
+        ask.update(k for k, i in enumerate(cand) if _ENV_RE.search(texts[i]) is not None)
+    bad_set: set[int] = set()
     if 0 in sat_lengths:
         bad_set.update(k for k, n in enumerate(sat_lengths) if n == 0)
+    token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
+    for k in ask.difference(bad_set):
+        try:
+            validate(token_lists[k] if token_lists is not None
+                     else tokens[token_starts[k]:token_starts[k] + raw_lengths[k]])
+        except LatexError:
+            bad_set.add(k)
 
-    token_starts: list[int] = []
     string_failures: list[tuple[int, str]] = []
-    if detok != squeezed:
+    if detok != squeezed or token_lists is not None:
         # Where a line's detokenized text is its own squeezed original, its token round trip holds (the
         # lemma above); the others are re-lexed here, and checked at string level as the per-line check does.
-        token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
         detok_lines = detok.split(SEP)
         squeezed_lines = squeezed.split(SEP)
         for k, (text, sq) in enumerate(zip(detok_lines, squeezed_lines)):
-            if text == sq or k in bad_set:
+            if k in bad_set or (text == sq and token_lists is None):
                 continue
             try:
                 again = tokenize(text)
             except LatexError:
                 again = None
-            if again != tokens[token_starts[k]:token_starts[k] + raw_lengths[k]]:
+            if again != (tokens[token_starts[k]:token_starts[k] + raw_lengths[k]] if token_lists is None
+                         else token_lists[k]):
                 bad_set.add(k)  # the per-line check reports the failure
-            elif squeeze_whitespace(text) != sq:
+            elif text != sq and squeeze_whitespace(text) != sq:
                 string_failures.append((k, text))
 
     position_classes = classes.translate(_POSITION_CLASSES)
     mask = bytearray(classes.translate(_SYMBOL_MASK), "latin-1")
     if bad_set:
         bad = sorted(bad_set)
-        if not token_starts:
-            token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
         lines = position_classes.split("\n")
         for k in bad:
             mask[token_starts[k]:token_starts[k] + raw_lengths[k]] = bytes(raw_lengths[k])
             lines[k] = ""
         position_classes = "\n".join(lines)
         keep = [k for k in range(len(cand)) if k not in bad_set]
-        out.slow += [cand[k] for k in bad]
-        out.fast = [cand[k] for k in keep]
-        out.raw_lengths = [raw_lengths[k] for k in keep]
-        out.sat_lengths = [sat_lengths[k] for k in keep]
+        fast = [cand[k] for k in keep]
+        raw_lengths = [raw_lengths[k] for k in keep]
+        sat_lengths = [sat_lengths[k] for k in keep]
     else:
-        out.fast, out.raw_lengths, out.sat_lengths = cand, raw_lengths, sat_lengths
+        bad, fast = [], cand
     runs = ("\n" + position_classes + "\n").split("s")
-    if len(runs) - 1 != sum(out.sat_lengths):  # the runs must tile the fast lines' positions
-        return ChunkResult(slow=sorted(set(out.slow) | set(cand)))
-    out.string_failures = [(cand[k], text) for k, text in string_failures if k not in bad_set]
-    out.symbols = compress(tokens, mask)
-    # most symbols carry no modifier (both runs empty): those are counted, not listed
-    nonempty = list(compress(zip(runs, islice(runs, 1, None)), map(add, runs, islice(runs, 1, None))))
-    out.positions = nonempty
-    out.bare_positions = len(runs) - 1 - len(nonempty)
-    out.slow.sort()
-    return out
+    if len(runs) - 1 != sum(sat_lengths):  # the runs must tile the fast lines' positions
+        out.slow += cand
+        return
+    out.slow += [cand[k] for k in bad]
+    out.fast += fast
+    out.raw_lengths += raw_lengths
+    out.sat_lengths += sat_lengths
+    out.string_failures += [(cand[k], text) for k, text in string_failures if k not in bad_set]
+    symbols.append(compress(tokens, mask))
+    positions.append(zip(runs, islice(runs, 1, None)))
