@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenizer.check import BLOCK_LINES, CorpusCheck
-from tokenizer.chunkcheck import _NEEDS_LINE_RE, check_chunk, position_key
+from tokenizer.chunkcheck import _MODED_RE, check_chunk, position_key
 from tokenizer.corpus import Line, read_corpus
 from tokenizer.errors import LatexError
 from tokenizer.lexer import squeeze_whitespace, tokenize
@@ -94,7 +94,7 @@ def test_options_without_a_chunk_path_still_agree(texts):
 
 def _plain(s: str) -> bool:
     return (bool(s.strip()) and s[-1] != "\\" and not any(m in s for m in "\x00\x01\x02")
-            and _NEEDS_LINE_RE.search(s) is None)
+            and _MODED_RE.search(s) is None)
 
 
 @settings(max_examples=500, deadline=None)

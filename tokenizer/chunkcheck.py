@@ -11,12 +11,14 @@ the plain path, tokenize(squeeze_whitespace(s)) == tokenize(s) (squeezing drops 
 lexer drops too; property-tested in tests/test_tokenizer_chunkcheck.py), so a line whose detokenized
 text equals its squeezed original round-trips at both levels at once. Only the other lines are re-lexed.
 
-Only lines on the plain path take it: the lexer's fast scan (no text mode, nothing to canonicalize),
-no environment, accepted by the grammar's regex reduction, at least one visible symbol, the paper's
-modifier set. Every other line (and every line of a chunk where anything is unexpected) is handed back
-to be checked one by one, so the answers are always the per-line check's answers;
-tests/test_tokenizer_chunkcheck.py shows the reports identical, field for field, on generated and real
-corpora.
+Lines the plain scan cannot lex (text mode, where whitespace is a token; tokens to canonicalize) are
+lexed and re-lexed one by one, and settled with the others. Validity is the grammar's regex reduction
+over the whole chunk; lines it rejects or leaves to the parser (environments, whose names the parser
+pairs; a few commands) are parsed one by one. What is handed back to the per-line check: lines with
+any error (so that it names the error), lines with no visible symbol, a line with an odd trailing
+backslash or one of the markers below, and every line of a chunk where anything is unexpected. So the
+answers are always the per-line check's answers: tests/test_tokenizer_chunkcheck.py shows the
+reports identical, field for field, on generated and real corpora.
 """
 from __future__ import annotations
 
@@ -35,13 +37,13 @@ SEP = "\x02"
 
 _UNSAFE = ("\x00", "\x01", SEP)  # the markers of detokenize, squeeze_whitespace and the chunk
 
-# Lines the per-line lexer would not take through its plain scan, plus environments (which the grammar's
-# regex reduction leaves to the parser). The lexer's pattern may run over `[^}]*?`; here it must stop at
-# the separator, or a match starting in one line could hide a match starting in the next.
-_needs_line_pattern = _SPECIAL_RE.pattern.replace("[^}]", "[^}" + SEP + "]")
-assert _needs_line_pattern != _SPECIAL_RE.pattern, "lexer._SPECIAL_RE changed: review chunkcheck"
-_ENV_RE = re.compile(r"\\(?:begin|end)\s*\{")
-_NEEDS_LINE_RE = re.compile(_needs_line_pattern + "|" + _ENV_RE.pattern)
+# Lines the per-line lexer would not take through its plain scan. The lexer's pattern may run over
+# `[^}]*?`; here it must stop at the separator, or a match starting in one line could hide a match
+# starting in the next.
+_moded_pattern = _SPECIAL_RE.pattern.replace("[^}]", "[^}" + SEP + "]")
+assert _moded_pattern != _SPECIAL_RE.pattern, "lexer._SPECIAL_RE changed: review chunkcheck"
+_MODED_RE = re.compile(_moded_pattern)
+_ENV_RE = re.compile(r"\\(?:begin|end)\s*\{")  # environments: their validity is the parser's to decide
 
 _CLASS_CHARS = "{}^_[]LRM12oXlsa"
 assert set(_CLASS.values()) <= set(_CLASS_CHARS), "grammar._CLASS changed: review chunkcheck"
@@ -119,9 +121,9 @@ def check_chunk(texts: Sequence[str]) -> ChunkResult:
         cand = [i for i in cand if i not in unsafe]
         chunk = SEP.join([texts[i] for i in cand])
     moded: list[int] = []
-    if _NEEDS_LINE_RE.search(chunk) is not None:
+    if _MODED_RE.search(chunk) is not None:
         starts = list(accumulate((len(texts[i]) + 1 for i in cand), initial=0))
-        flagged = {bisect_right(starts, m.start()) - 1 for m in _NEEDS_LINE_RE.finditer(chunk)}
+        flagged = {bisect_right(starts, m.start()) - 1 for m in _MODED_RE.finditer(chunk)}
         moded = [cand[k] for k in sorted(flagged)]
         cand = [i for k, i in enumerate(cand) if k not in flagged]
         chunk = SEP.join([texts[i] for i in cand])
@@ -138,9 +140,8 @@ def check_chunk(texts: Sequence[str]) -> ChunkResult:
 
 
 def _settle_moded(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], lines: list[int]) -> None:
-    """The lines the plain scan cannot lex (text mode, canonicalized tokens) or whose validity only the
-    parser decides (environments): each is lexed, re-lexed and (environments) validated on its own, and
-    everything else is settled for all of them at once."""
+    """The lines the plain scan cannot lex (text mode, canonicalized tokens): each is lexed and re-lexed
+    on its own, and everything else is settled for all of them at once."""
     cand: list[int] = []
     token_lists: list[list[str]] = []
     for i in lines:
@@ -164,7 +165,7 @@ def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[st
             chunk: str, token_lists: list[list[str]] | None = None) -> None:
     """Settle the lines cand (joined: chunk; lexed: tokens, SEP between lines) into out. token_lists is
     given for moded lines: their token round trip is then checked by re-lexing each line (the
-    squeezing lemma is for the plain scan only), and environments are validated by the parser."""
+    squeezing lemma is for the plain scan only)."""
     classes = _classes(tokens)
     class_lines = classes.split("\n")
     if len(class_lines) != len(cand):  # not what a plain chunk gives: ask line by line
@@ -184,7 +185,7 @@ def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[st
     ask = {k for k, r in enumerate(rejected) if r} if any(rejected) else set()
     if "X" in classes:
         ask.update(k for k, c in enumerate(class_lines) if "X" in c)
-    if token_lists is not None:
+    if _ENV_RE.search(chunk) is not None:
         ask.update(k for k, i in enumerate(cand) if _ENV_RE.search(texts[i]) is not None)
     bad_set: set[int] = set()
     if 0 in sat_lengths:
