@@ -7,8 +7,9 @@ once (per file, blocks of BLOCK_LINES lines: add_many's unit, so repeats are fou
 them). Every round times each function on each unit in turn, alternating the order between rounds, and
 each function's figure is the sum over units of its best CPU time on that unit: load on this shared
 machine comes in bursts of seconds, so interleaving at the unit level and taking minima per unit
-keeps it out of the comparison far better than timing whole passes. The per-round ratios are printed
-too, to show the spread.
+keeps it out of the comparison far better than timing whole passes. Fast functions are repeated
+within a sample so that every sample lasts about as long (see interleaved_minima). The per-round
+ratios are printed too, to show the spread.
 """
 from __future__ import annotations
 
@@ -42,7 +43,22 @@ def load_units(paths: list[Path]) -> list[list[Line]]:
 
 
 def interleaved_minima(rounds: int, fns: dict, units: list) -> tuple[dict, list[dict]]:
-    """Per function: the sum over units of its best CPU time there; and each round's totals."""
+    """Per function: the sum over units of its best CPU time there (per call); and each round's totals.
+
+    Each sample of a function on a unit repeats it until the sample is about as long as the slowest
+    function's sample there (the repeats are fixed by a first, untimed round): a burst of load is then
+    as likely to spoil a sample of the fast bare regex as one of the full check, so their minima are
+    comparable. Without it the minimum of the short samples is the luckier one, biased for the bare side.
+    """
+    repeats: list[dict] = []
+    for unit in units:
+        took = {}
+        for name, fn in fns.items():
+            t0 = time.process_time()
+            fn(unit)
+            took[name] = max(time.process_time() - t0, 1e-6)
+        slowest = max(took.values())
+        repeats.append({name: max(1, round(slowest / t)) for name, t in took.items()})
     best = {name: [float("inf")] * len(units) for name in fns}
     per_round = []
     for r in range(rounds):
@@ -50,9 +66,11 @@ def interleaved_minima(rounds: int, fns: dict, units: list) -> tuple[dict, list[
         totals = dict.fromkeys(fns, 0.0)
         for j, unit in enumerate(units):
             for name, fn in order:
+                k = repeats[j][name]
                 t0 = time.process_time()
-                fn(unit)
-                dt = time.process_time() - t0
+                for _ in range(k):
+                    fn(unit)
+                dt = (time.process_time() - t0) / k
                 totals[name] += dt
                 best[name][j] = min(best[name][j], dt)
         per_round.append(totals)
