@@ -110,6 +110,35 @@ def test_squeezing_never_changes_the_tokens_of_a_plain_line(s):
     assert tokenize(squeeze_whitespace(s)) == toks
 
 
+def _spaced(latex: str) -> str:
+    """The label space-tokenized, as most real corpora write it (unchanged when it does not lex)."""
+    try:
+        return " ".join(tokenize(latex))
+    except LatexError:
+        return latex
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(labels, labels.map(_spaced), st.text(max_size=20)), min_size=1, max_size=12),
+       st.lists(st.one_of(labels, st.text(max_size=20)), max_size=8))
+def test_splitting_a_plain_chunk_gives_the_scans_tokens(texts, others):
+    """_lex_plain takes str.split's pieces when each is a token the lexer produced before. With every
+    token of the chunk (and of other labels) already known, that is checked where it is easiest to be
+    wrong: the pieces are then known tokens whenever they can be."""
+    from tokenizer.chunkcheck import SEP, _classes, _lex_plain
+    from tokenizer.lexer import _FAST_RE
+
+    plain = [t for t in texts if _plain(t)]
+    if not plain:
+        return
+    chunk = SEP.join(plain)
+    scanned = _FAST_RE.findall(chunk)
+    _classes(scanned + _FAST_RE.findall(SEP.join(t for t in others if _plain(t))))
+    tokens, classes = _lex_plain(chunk)
+    assert tokens == scanned
+    assert classes == _classes(scanned)
+
+
 @pytest.mark.parametrize("latex", ["x^{2}", "\\frac{a}{b}", "a_{i}^{2}+b", "\\sqrt{x}", "{x}^{2}", "x}", "}x",
                                    "x^{\\frac{1}{2}}", "a{b}c"])
 def test_positions_are_sat_l_positions(latex):
