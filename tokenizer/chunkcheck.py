@@ -3,8 +3,9 @@
 `CorpusCheck.add` checks a line with Python work per token: lex, detokenize, re-lex, squeeze
 whitespace, validate, SAT split, count. Here the same questions are asked of a whole chunk of lines
 joined by a separator, in a handful of regex and string passes that never loop over tokens in Python:
-one scan lexes every line, one substitution detokenizes them all, the grammar's regex reduction runs
-over the class string of the chunk, and the SAT positions come out of one split of it.
+one scan (or, for space-tokenized corpora, one checked str.split) lexes every line, one substitution
+detokenizes them all, the grammar's regex reduction runs over the class string of the chunk, and the
+SAT positions come out of one split of it.
 
 The token round trip (tokens -> string -> tokens) is decided without re-lexing where it can be: on
 the plain path, tokenize(squeeze_whitespace(s)) == tokenize(s) (squeezing drops only whitespace the
@@ -161,7 +162,8 @@ def check_chunk(texts: Sequence[str]) -> ChunkResult:
     return out
 
 
-def _settle_moded(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], lines: list[int]) -> None:
+def _settle_moded(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str],
+                  lines: list[int]) -> None:
     """The lines the plain scan cannot lex (text mode, canonicalized tokens): each is lexed and re-lexed
     on its own, and everything else is settled for all of them at once."""
     cand: list[int] = []
@@ -184,11 +186,12 @@ def _settle_moded(out: ChunkResult, symbols: list, positions: list, texts: Seque
             token_lists)
 
 
-def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], cand: list[int], tokens: list[str],
-            classes: str, chunk: str, token_lists: list[list[str]] | None = None) -> None:
-    """Settle the lines cand (joined: chunk; lexed: tokens, SEP between lines; classed: classes) into out. token_lists is
-    given for moded lines: their token round trip is then checked by re-lexing each line (the
-    squeezing lemma is for the plain scan only)."""
+def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[str], cand: list[int],
+            tokens: list[str], classes: str, chunk: str, token_lists: list[list[str]] | None = None) -> None:
+    """Settle the lines cand (joined: chunk; lexed: tokens, SEP between lines; classed: classes) into
+    out, their symbols and position runs into the iterators symbols and positions. token_lists is given
+    for moded lines: their token round trip is then checked by re-lexing each line (the squeezing lemma
+    is for the plain scan only)."""
     class_lines = classes.split("\n")
     if len(class_lines) != len(cand):  # not what a plain chunk gives: ask line by line
         out.slow += cand
