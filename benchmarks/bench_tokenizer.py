@@ -1,6 +1,6 @@
 """Throughput of the full corpus check vs a bare regex tokenization of the same lines, in one run.
 
-    python benchmarks/bench_tokenizer.py [FILES...] [--rounds 15] [--stages]
+    python benchmarks/bench_tokenizer.py [FILES...] [--rounds 15] [--stages] [--against REV]
 
 Defaults to every corpus in ../shared/data/latex. The lines are cut into the units the CLI checks at
 once (per file, blocks of BLOCK_LINES lines: add_many's unit, so repeats are found as the CLI finds
@@ -9,14 +9,18 @@ each function's figure is the sum over units of its best CPU time on that unit: 
 machine comes in bursts of seconds, so interleaving at the unit level and taking minima per unit
 keeps it out of the comparison far better than timing whole passes. Fast functions are repeated
 within a sample so that every sample lasts about as long (see interleaved_minima). The per-round
-ratios are printed too, to show the spread.
+ratios are printed too, to show the spread. --against REV adds the full check of the tokenizer package
+as it was at git revision REV, timed the same way in the same run (a speed-up as a ratio).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +44,19 @@ def load_units(paths: list[Path]) -> list[list[Line]]:
             lines = [r for r in read_corpus(f, str(p)) if isinstance(r, Line)]
         units += [lines[i:i + BLOCK_LINES] for i in range(0, len(lines), BLOCK_LINES)]
     return units
+
+
+def tokenizer_at(rev: str, into: Path):
+    """The package tokenizer/ as it was at git revision rev, importable as `tokenizer_at_rev`."""
+    pkg = into / "tokenizer_at_rev"
+    pkg.mkdir()
+    names = subprocess.run(["git", "ls-tree", "--name-only", rev, "tokenizer/"], cwd=REPO, check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        (pkg / Path(name).name).write_bytes(
+            subprocess.run(["git", "show", f"{rev}:{name}"], cwd=REPO, check=True, capture_output=True).stdout)
+    sys.path.insert(0, str(into))
+    return importlib.import_module("tokenizer_at_rev.check")
 
 
 def interleaved_minima(rounds: int, fns: dict, units: list) -> tuple[dict, list[dict]]:
@@ -82,6 +99,7 @@ def main() -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--stages", action="store_true", help="also time each stage of the per-line check")
+    ap.add_argument("--against", metavar="REV", help="also time the full check of tokenizer/ at git revision REV")
     args = ap.parse_args()
     files = args.files or sorted((REPO / ".." / "shared" / "data" / "latex").resolve().glob("*"))
     if not files:
@@ -114,8 +132,14 @@ def main() -> int:
     def full(unit):  # what `python -m tokenizer.check` does with each block
         CorpusCheck().add_many(unit[0])
 
-    t, rounds = interleaved_minima(args.rounds, {"bare": bare, "lex": lex, "verdict": verdict,
-                                                 "per_line": per_line, "full": full}, units)
+    fns = {"bare": bare, "lex": lex, "verdict": verdict, "per_line": per_line, "full": full}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.against:
+            old = tokenizer_at(args.against, Path(tmp))
+            old_units = {id(u): [old.Line(ln.source, ln.lineno, ln.name, ln.latex, ln.continuation) for ln in u]
+                         for u, _ in units}
+            fns["against"] = lambda unit: old.CorpusCheck().add_many(old_units[id(unit[0])])
+        t, rounds = interleaved_minima(args.rounds, fns, units)
     rate = {k: n / v for k, v in t.items()}
     print(f"{n} lines from {len(files)} files in {len(units)} blocks; sums of per-block best CPU times over "
           f"{args.rounds} interleaved rounds")
@@ -124,6 +148,9 @@ def main() -> int:
         print(f"{label:24s}: {rate[key]:>10,.0f} lines/s  ({rate[key] / rate['bare']:.3f} x bare)")
     print(f"full check              : {rate['full']:>10,.0f} lines/s  ({rate['full'] / rate['bare']:.3f} x bare; "
           f"target >= 0.20)")
+    if args.against:
+        print(f"full check at {args.against:10s}: {rate['against']:>10,.0f} lines/s  "
+              f"({rate['against'] / rate['bare']:.3f} x bare); this tree is {t['against'] / t['full']:.2f}x faster")
     ratios = sorted(r["bare"] / r["full"] for r in rounds)
     print(f"  per-round ratio full/bare: min {ratios[0]:.3f}, median {statistics.median(ratios):.3f}, "
           f"max {ratios[-1]:.3f}")
