@@ -196,14 +196,17 @@ def test_canonical_iff_encode_decode_is_identity(positions):
 
 
 @settings(max_examples=300, deadline=None)
-@given(wellformed, st.data())
-def test_locality_removing_a_one_symbol_script_changes_one_position(latex, data):
+@given(wellformed, st.sampled_from(["^", "_"]), st.sampled_from(["x", "2", "\\alpha", "("]),
+       st.one_of(st.just(""), wellformed), st.data())
+def test_locality_removing_a_one_symbol_script_changes_one_position(base, op, sym, tail, data):
     """Deleting `^{s}` / `_{s}` (one visible symbol s) deletes exactly one position. The others are untouched,
-    except that closing braces which followed the script (it ended a group) join the left neighbour's post."""
+    except that closing braces which followed the script (it ended a group) join the left neighbour's post.
+    Every label drawn has such a script (after a braced base), and any other one in it may be the one cut."""
+    latex = f"{{{base}}}{op}{{{sym}}}{tail}"
     toks = tokenize(latex)
     spots = [i for i in range(1, len(toks) - 3)
              if toks[i] in ("^", "_") and toks[i + 1] == "{" and toks[i + 3] == "}" and toks[i + 2] not in MODIFIERS]
-    assume(spots)
+    assert spots
     i = data.draw(st.sampled_from(spots))
     cut = toks[:i] + toks[i + 4:]
     before, after = encode(toks), encode(cut)
