@@ -23,7 +23,8 @@ PIECES = ["x", "y", "2", "+", "=", "(", ")", "[", "]", "|", "^", "_", "{", "}", 
           "\\middle|", "\\sum", "\\limits", "\\int", "\\mbox{ a b }", "\\text{ if }", "\\begin{matrix}",
           "\\end{matrix}", "\\begin {cases}", "&", "\\\\", "\\ ", "\\,", "\\{", "\\}", "\\", "\\mathbb{R}",
           "\\mathbb {R}", "\\operatorname*", "\\operatorname *", "\\overline", "\\hat", "$", "\x00", "\x01",
-          "\x02", "\n", "é", "\\over", "\\prime", "'", "\\\\alpha", "a b"]
+          "\x02", "\n", "é", "\\over", "\\prime", "'", "\\\\alpha", "a b", "\\begin{array}", "{cc}",
+          "\\end{array}", "\\begin{pmatrix*}", "[r]", "\\end{pmatrix*}", "\\end{cases}", "\\end {matrix}"]
 labels = st.lists(st.sampled_from(PIECES), min_size=0, max_size=14).map("".join)
 WELL_FORMED = ["x^{2}", "\\frac{a}{b}", "\\sqrt[3]{x}", "x_{i}^{2}", "\\left(x\\right)", "{x}", "a}b", "x^",
                "\\sum_{i=1}^{n}x_{i}", "\\mbox{if }x", "\\begin{matrix}a&b\\end{matrix}", "{}", "x \\\\",
@@ -166,6 +167,38 @@ def test_lines_the_chunk_path_cannot_take_are_handed_back():
     assert res.slow == [3, 4, 5, 6, 8, 9]
 
 
+ENV_TOKENS = ["x", "1", "&", "\\\\", "{", "}", "[", "]", "^", "_", "\\frac", "\\left", "\\right", "(", ")",
+              "\\begin{matrix}", "\\end{matrix}", "\\begin{array}", "\\end{array}", "\\begin{pmatrix*}",
+              "\\end{pmatrix*}", "\\begin{cases}", "\\end{cases}", "\\sqrt", "\\hspace"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(ENV_TOKENS), max_size=24))
+def test_the_reduction_never_accepts_an_environment_the_parser_rejects(tokens):
+    """With environments classed (grammar.token_class), what the reduction accepts and whose names
+    pair (env_names_nest) the parser accepts too."""
+    import re
+
+    from tokenizer.grammar import _TOP_RE, env_names_nest, reduce_groups, token_class, validate
+
+    classes = "".join(map(token_class, tokens))
+    names = [t for t in tokens if t.startswith(("\\begin{", "\\end{"))]
+    if "X" not in classes and _TOP_RE.fullmatch(reduce_groups(classes)) and env_names_nest(names):
+        validate(tokens)
+    assert re.fullmatch("[{}^_\\[\\]LRM12oXlsaBbpE]*", classes)
+
+
+def test_environments_are_settled_without_the_parser_when_their_names_pair():
+    texts = ["\\begin{matrix}a&b\\\\c&d\\end{matrix}", "\\begin{array}{cc}a&b\\end{array}",
+             "\\begin{pmatrix*}[r]a\\end{pmatrix*}", "\\left(\\begin{matrix}a\\end{matrix}\\right)^{2}",
+             "\\begin{cases}a\\begin{matrix}b\\end{matrix}\\end{cases}",
+             "\\begin{matrix}a\\end{pmatrix}", "\\begin{array}&a\\end{array}", "\\begin{matrix}a",
+             "\\frac\\begin{matrix}a\\end{matrix}b", "\\begin{cases}a\\begin{matrix}b\\end{cases}\\end{matrix}"]
+    res = check_chunk(texts)
+    assert sorted(res.fast) == [0, 1, 2, 3, 4]
+    assert res.slow == [5, 6, 7, 8, 9]
+
+
 REAL = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "latex").glob("*"))
 
 
@@ -176,3 +209,18 @@ def test_real_corpora_agree(path):
         lines = [r for r in read_corpus(f, str(path)) if isinstance(r, Line)]
     a, b = both_ways(lines, chunk=BLOCK_LINES)
     assert a == b
+
+
+def test_the_parser_is_asked_only_what_the_reduction_cannot_settle(monkeypatch):
+    """Valid labels of any nesting depth, environments included, are settled by the reduction alone
+    (a reduction that stopped early would still give right answers, by asking the parser: slowly)."""
+    from tokenizer import chunkcheck
+
+    asked = []
+    monkeypatch.setattr(chunkcheck, "validate", lambda tokens: asked.append(tokens))
+    texts = ["{" * 20 + "x" + "}" * 20, "\\frac{\\frac{\\frac{a}{b}}{c}}{d}", "x^{y^{z^{w}}}",
+             "\\left(\\left(\\left(x\\right)\\right)\\right)", "\\begin{matrix}\\begin{cases}a&b\\end{cases}\\end{matrix}",
+             "\\begin{array}{cc}a&{b}\\\\c&d\\end{array}"]
+    res = check_chunk(texts)
+    assert sorted(res.fast) == list(range(len(texts)))
+    assert asked == []

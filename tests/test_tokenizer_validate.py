@@ -211,6 +211,8 @@ def _reduce_by_regex_only(c: str) -> str:
         reduced = grammar._GROUP_RE.sub("g", c)
         if "L" in reduced:
             reduced = grammar._LEFT_RIGHT_RE.sub("r", reduced)
+        if "E" in reduced:
+            reduced = grammar._ENV_GROUP_RE.sub("r", reduced)
         if reduced == c:
             return c
         c = reduced
@@ -224,3 +226,35 @@ def test_reducing_common_groups_first_changes_nothing(classes):
     from tokenizer.grammar import reduce_groups
 
     assert reduce_groups(classes) == _reduce_by_regex_only(classes)
+
+
+def _nested_classes():
+    """Class strings of nested groups, scripts, \\left..\\right and environments: what takes many passes."""
+    atom = st.sampled_from(["a", "aa", "g", "1a", "2aa"])
+    return st.recursive(atom, lambda inner: st.one_of(
+        st.tuples(inner, inner).map("".join),
+        inner.map(lambda s: "{" + s + "}"),
+        inner.map(lambda s: "a^{" + s + "}"),
+        inner.map(lambda s: "La" + s + "Ra"),
+        inner.map(lambda s: "B" + s + "E"),
+        inner.map(lambda s: "b{a}" + s + "E"),
+    ), max_leaves=30)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_nested_classes())
+def test_reduce_groups_reduces_every_level_of_nesting(classes):
+    """Valid nesting of any depth reduces to a top-level sequence (no group, no \\left, no environment
+    left), and as the regex-only reference reduces it."""
+    from tokenizer.grammar import _TOP_RE, reduce_groups
+
+    reduced = reduce_groups(classes)
+    assert _TOP_RE.fullmatch(reduced), (classes, reduced)
+    assert reduced == _reduce_by_regex_only(classes)
+
+
+def test_reduce_groups_deep_nesting():
+    from tokenizer.grammar import reduce_groups
+
+    assert reduce_groups("{" * 30 + "a" + "}" * 30) == "g"
+    assert reduce_groups("B" * 10 + "a" + "E" * 10) == "r"

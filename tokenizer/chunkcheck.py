@@ -14,8 +14,9 @@ text equals its squeezed original round-trips at both levels at once. Only the o
 
 Lines the plain scan cannot lex (text mode, where whitespace is a token; tokens to canonicalize) are
 lexed and re-lexed one by one, and settled with the others. Validity is the grammar's regex reduction
-over the whole chunk; lines it rejects or leaves to the parser (environments, whose names the parser
-pairs; a few commands) are parsed one by one. What is handed back to the per-line check: lines with
+over the whole chunk (environments reduce like groups; that the names it pairs are equal is checked
+on the environment tokens alone); lines it rejects, lines with a command it leaves to the parser, and
+environments whose names do not pair are parsed one by one. What is handed back to the per-line check: lines with
 any error (so that it names the error), lines with no visible symbol, a line with an odd trailing
 backslash or one of the markers below, and every line of a chunk where anything is unexpected. So the
 answers are always the per-line check's answers: tests/test_tokenizer_chunkcheck.py shows the
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice
 from typing import Iterable, Sequence
 
-from .grammar import _CLASS, _TOP_RE, reduce_groups, validate
+from .grammar import _CLASS, _TOP_RE, env_names_nest, reduce_groups, token_class, validate
 from .errors import LatexError
 from .lexer import _FAST_RE, _SPECIAL_RE, detokenize, squeeze_whitespace, tokenize
 
@@ -44,10 +45,10 @@ _UNSAFE = ("\x00", "\x01", SEP)  # the markers of detokenize, squeeze_whitespace
 _moded_pattern = _SPECIAL_RE.pattern.replace("[^}]", "[^}" + SEP + "]")
 assert _moded_pattern != _SPECIAL_RE.pattern, "lexer._SPECIAL_RE changed: review chunkcheck"
 _MODED_RE = re.compile(_moded_pattern)
-_ENV_RE = re.compile(r"\\(?:begin|end)\s*\{")  # environments: their validity is the parser's to decide
 
-_CLASS_CHARS = "{}^_[]LRM12oXlsa"
+_CLASS_CHARS = "{}^_[]LRM12oXlsaBbpE"
 assert set(_CLASS.values()) <= set(_CLASS_CHARS), "grammar._CLASS changed: review chunkcheck"
+_ENV_CLASS_RE = re.compile("[BbpE]")  # environment tokens in a class string
 _MODIFIER_CHARS = "^_{}"
 _SYMBOL_CHARS = "".join(c for c in _CLASS_CHARS if c not in _MODIFIER_CHARS)
 # class string -> 1 for a visible symbol, 0 for a modifier or a line break (for itertools.compress)
@@ -78,8 +79,8 @@ def position_key(runs: tuple[str, str]) -> tuple[tuple[str, ...], tuple[str, ...
 
 
 _class_table: dict[str, str] = {SEP: "\n"}
-"""Token -> grammar class character, grown with every new token, so that classing a chunk is one C-level
-map over its tokens (a miss falls back to grammar._CLASS, default "a"). It holds only tokens the lexer
+"""Token -> grammar class character (grammar.token_class), grown with every new token, so that classing a chunk is one C-level
+map over its tokens. It holds only tokens the lexer
 produced, none of them a lone backslash (that token ends a string, and such lines never get here):
 _lex_plain relies on it."""
 
@@ -93,7 +94,7 @@ def _classes(tokens: list[str]) -> str:
             _class_table.clear()
             _class_table[SEP] = "\n"
         for t in set(tokens).difference(_class_table):
-            _class_table[t] = _CLASS.get(t, "a")
+            _class_table[t] = token_class(t)
         return "".join(map(_class_table.__getitem__, tokens))
 
 
@@ -205,21 +206,26 @@ def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[st
     # validity: the grammar's regex reduction over every line at once (line-local: no pattern spans "\n")
     rejected = _TOP_LINE_RE.sub("", reduce_groups(classes)).split("\n")  # what the reduction accepts becomes ""
     # Lines the reduction rejects, lines with a command it leaves to the parser ("X"), and environments
-    # (the reduction takes `\\begin{..}` for an atom; the parser pairs the names) are validated by the
-    # parser, as the per-line check does; only those it rejects are handed back, to report the error.
+    # whose names do not pair as the reduction paired them are validated by the parser, as the per-line
+    # check does; only those it rejects are handed back, to report the error.
+    token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
+    line_tokens = (token_lists.__getitem__ if token_lists is not None
+                   else lambda k: tokens[token_starts[k]:token_starts[k] + raw_lengths[k]])
     ask = {k for k, r in enumerate(rejected) if r} if any(rejected) else set()
     if "X" in classes:
         ask.update(k for k, c in enumerate(class_lines) if "X" in c)
-    if _ENV_RE.search(chunk) is not None:
-        ask.update(k for k, i in enumerate(cand) if _ENV_RE.search(texts[i]) is not None)
+    if _ENV_CLASS_RE.search(classes) is not None:
+        for k, c in enumerate(class_lines):
+            if k not in ask and _ENV_CLASS_RE.search(c) is not None:
+                toks = line_tokens(k)
+                if not env_names_nest([toks[m.start()] for m in _ENV_CLASS_RE.finditer(c)]):
+                    ask.add(k)
     bad_set: set[int] = set()
     if 0 in sat_lengths:
         bad_set.update(k for k, n in enumerate(sat_lengths) if n == 0)
-    token_starts = list(accumulate((n + 1 for n in raw_lengths), initial=0))
     for k in ask.difference(bad_set):
         try:
-            validate(token_lists[k] if token_lists is not None
-                     else tokens[token_starts[k]:token_starts[k] + raw_lengths[k]])
+            validate(line_tokens(k))
         except LatexError:
             bad_set.add(k)
 
@@ -236,8 +242,7 @@ def _settle(out: ChunkResult, symbols: list, positions: list, texts: Sequence[st
                 again = tokenize(text)
             except LatexError:
                 again = None
-            if again != (tokens[token_starts[k]:token_starts[k] + raw_lengths[k]] if token_lists is None
-                         else token_lists[k]):
+            if again != line_tokens(k):
                 bad_set.add(k)  # the per-line check reports the failure
             elif text != sq and squeeze_whitespace(text) != sq:
                 string_failures.append((k, text))

@@ -385,6 +385,43 @@ _LEFT_RIGHT_RE = re.compile(rf"L{_DELIM}{_SEQ}R{_DELIM}")
 _TOP_RE = re.compile(_SEQ)
 _MAX_PASSES = 50
 
+# Environments, for callers that class tokens with token_class (tokenizer.chunkcheck): `\\begin{name}`
+# is "B" (no argument), "b" (one mandatory argument: array's column spec) or "p" (an optional [...]
+# first: the starred matrices), `\\end{name}` is "E". An environment reduces like a group, to "r": a
+# base but not an argument (the parser takes no environment as an argument or a delimiter). The
+# reduction pairs each "E" with the nearest open "B"/"b"/"p", as braces pair; that the paired names are
+# equal is for env_names_nest to say.
+_ENV_CLASS = {(False, 0): "B", (False, 1): "b", (True, 0): "p"}
+assert set(ENV_ARITY.values()) <= set(_ENV_CLASS), "ENV_ARITY grew a new shape: give it a class"
+_ENV_GROUP_RE = re.compile(rf"(?:B|b{_A}|p(?:\[{_SEQ_IN_OPT}\]|(?!\[))){_SEQ}E")
+
+
+def token_class(token: str) -> str:
+    """The reduction's class character of a token, environments included (quick_accept leaves those to
+    the parser and classes them with _CLASS alone)."""
+    c = _CLASS.get(token)
+    if c is not None:
+        return c
+    if token[-1:] == "}" and len(token) > 6:  # the parser's test for an environment token
+        if token.startswith("\\begin{"):
+            return _ENV_CLASS[ENV_ARITY.get(token[7:-1], (False, 0))]
+        if token.startswith("\\end{"):
+            return "E"
+    return "a"
+
+
+def env_names_nest(tokens: Sequence[str]) -> bool:
+    """Whether the environment tokens among `tokens`, paired as the reduction pairs them (each end with
+    the nearest open begin), pair equal names; with no environment, True."""
+    open_names: list[str] = []
+    for t in tokens:
+        if t.startswith("\\begin{"):
+            open_names.append(t[7:-1])
+        elif t.startswith("\\end{"):
+            if not open_names or open_names.pop() != t[5:-1]:
+                return False
+    return not open_names
+
 
 def quick_accept(tokens: Sequence[str]) -> bool:
     """True only if validate(tokens) certainly succeeds; False means 'ask the parser'."""
@@ -408,11 +445,13 @@ def reduce_groups(c: str) -> str:
     Reducing some valid innermost groups early leaves the same result (no two reductions overlap)."""
     c = c.replace("{a}", "g").replace("{aa}", "g").replace("{aaa}", "g")
     for _ in range(_MAX_PASSES):
-        if "{" not in c and "L" not in c:
+        if "{" not in c and "L" not in c and "E" not in c:
             break
         reduced = _GROUP_RE.sub("g", c)
         if "L" in reduced:
             reduced = _LEFT_RIGHT_RE.sub("r", reduced)  # a base, but not an argument
+        if "E" in reduced:
+            reduced = _ENV_GROUP_RE.sub("r", reduced)  # an environment: likewise
         if reduced == c:
             break
         c = reduced
