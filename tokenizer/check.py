@@ -31,8 +31,9 @@ from .vocab import SATVocab
 _flatten = chain.from_iterable
 _continuation = attrgetter("continuation")
 CHUNK_LINES = 256
-"""Distinct labels per chunkcheck call: large enough that per-call overhead vanishes, small enough that a
-chunk's strings stay in cache (256 ran ~3% faster than 512 and than 1024 side by side on the shared corpora)."""
+"""Distinct labels per chunkcheck call: large enough that per-call overhead vanishes, small enough that
+a chunk's strings stay in cache (256 ran ~3% faster than 512 and than 1024 side by side on the shared
+corpora)."""
 BLOCK_LINES = 16384
 """Lines per add_many call from check_sources: repeats are found within a block (memory stays bounded)."""
 
