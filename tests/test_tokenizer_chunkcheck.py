@@ -219,7 +219,8 @@ def test_the_parser_is_asked_only_what_the_reduction_cannot_settle(monkeypatch):
     asked = []
     monkeypatch.setattr(chunkcheck, "validate", lambda tokens: asked.append(tokens))
     texts = ["{" * 20 + "x" + "}" * 20, "\\frac{\\frac{\\frac{a}{b}}{c}}{d}", "x^{y^{z^{w}}}",
-             "\\left(\\left(\\left(x\\right)\\right)\\right)", "\\begin{matrix}\\begin{cases}a&b\\end{cases}\\end{matrix}",
+             "\\left(\\left(\\left(x\\right)\\right)\\right)",
+             "\\begin{matrix}\\begin{cases}a&b\\end{cases}\\end{matrix}",
              "\\begin{array}{cc}a&{b}\\\\c&d\\end{array}"]
     res = check_chunk(texts)
     assert sorted(res.fast) == list(range(len(texts)))

@@ -79,10 +79,9 @@ def position_key(runs: tuple[str, str]) -> tuple[tuple[str, ...], tuple[str, ...
 
 
 _class_table: dict[str, str] = {SEP: "\n"}
-"""Token -> grammar class character (grammar.token_class), grown with every new token, so that classing a chunk is one C-level
-map over its tokens. It holds only tokens the lexer
-produced, none of them a lone backslash (that token ends a string, and such lines never get here):
-_lex_plain relies on it."""
+"""Token -> grammar class character (grammar.token_class), grown with every new token, so that classing
+a chunk is one C-level map over its tokens. It holds only tokens the lexer produced, none of them a lone
+backslash (that token ends a string, and such lines never get here): _lex_plain relies on it."""
 
 
 def _classes(tokens: list[str]) -> str:

@@ -437,8 +437,9 @@ def quick_accept(tokens: Sequence[str]) -> bool:
 def reduce_groups(c: str) -> str:
     """Reduce innermost groups (and \\left...\\right pairs, and environments classed by token_class) of a
     class string until none is left or nothing changes. What is left of a line that cannot be reduced
-    still holds `{`, `L` or an environment's class, which _TOP_RE never accepts. Line-local (no pattern spans a line break), so a string of many lines joined by
-    newlines reduces each line as it would alone (tokenizer.chunkcheck relies on it).
+    still holds `{`, `L` or an environment's class, which _TOP_RE never accepts. Line-local (no pattern
+    spans a line break), so a string of many lines joined by newlines reduces each line as it would
+    alone (tokenizer.chunkcheck relies on it).
 
     The commonest groups (`{a}`, `{aa}`, `{aaa}`: 81% of the groups in the shared corpora) are always
     innermost and valid, so plain replaces reduce them first, at memchr speed; the regex does the rest.
