@@ -394,6 +394,8 @@ _MAX_PASSES = 50
 _ENV_CLASS = {(False, 0): "B", (False, 1): "b", (True, 0): "p"}
 assert set(ENV_ARITY.values()) <= set(_ENV_CLASS), "ENV_ARITY grew a new shape: give it a class"
 _ENV_GROUP_RE = re.compile(rf"(?:B|b{_A}|p(?:\[{_SEQ_IN_OPT}\]|(?!\[))){_SEQ}E")
+TOKEN_CLASSES = frozenset(_CLASS.values()) | frozenset(_ENV_CLASS.values()) | {"E", "a"}
+"""Every class character token_class can give."""
 
 
 def token_class(token: str) -> str:
