@@ -68,17 +68,26 @@ def repeat_kv(mem_kv: list[tuple[torch.Tensor, torch.Tensor]], n: int) -> list[t
     return [(k.repeat(n, 1, 1, 1), v.repeat(n, 1, 1, 1)) for k, v in mem_kv]
 
 
-def mask_view(symbols: torch.Tensor, modifiers: torch.Tensor, T: int,
-              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Forward process: per sample t ~ U{1..T}; each position masked with probability t/T, both streams.
+def mask_view(symbols: torch.Tensor, modifiers: torch.Tensor, T: int, generator: torch.Generator,
+              mode: str = "joint") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Forward process. "joint": per sample t ~ U{1..T}, each position masked with probability t/T in
+    both streams at once. "independent" (the official implementation): per sample t ~ U(0, 1), the
+    symbol and the modifier stream each masked at their own positions with probability t.
 
-    Returns (masked symbols, masked modifiers, bool mask [B, L]).
+    Returns (masked symbols, masked modifiers, bool mask [B, L] of the symbol stream).
     """
     b, n = symbols.shape
     dev = symbols.device
-    t = torch.randint(1, T + 1, (b, 1), generator=generator, device=dev)
-    mask = torch.rand(b, n, generator=generator, device=dev) < t.float() / T
-    return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask, MASK), mask
+    if mode == "joint":
+        t = torch.randint(1, T + 1, (b, 1), generator=generator, device=dev).float() / T
+        mask = torch.rand(b, n, generator=generator, device=dev) < t
+        return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask, MASK), mask
+    if mode == "independent":
+        t = torch.rand(b, 1, generator=generator, device=dev)
+        mask = torch.rand(b, n, generator=generator, device=dev) < t
+        mask_mod = torch.rand(b, n, generator=generator, device=dev) < t
+        return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask_mod, MASK), mask
+    raise ValueError(f"unknown mask mode {mode!r} (joint | independent)")
 
 
 @dataclass
@@ -90,11 +99,16 @@ class LossConfig:
     pad_weight: float = 1.0    # weight of PAD positions in the CE (real positions weigh 1)
     masked_only: bool = False  # CE on masked positions only (MDLM); the paper uses all positions
     forest_weight: float = 0.0
+    mask_mode: str = "joint"   # joint (both streams, t = k/T) | independent (official: per stream, t ~ U(0, 1))
+    kl_detach: bool = False    # official: KL(p_other || q_this) with p_other detached (stop-gradient)
 
 
-def _kl_per_position(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor:
-    """KL(p || q) per position [B, L] (summed over the vocabulary only, never over positions)."""
+def _kl_per_position(logits_p: torch.Tensor, logits_q: torch.Tensor, detach_p: bool = False) -> torch.Tensor:
+    """KL(p || q) per position [B, L] (summed over the vocabulary only, never over positions);
+    detach_p makes p a fixed target (no gradient through it)."""
     logp, logq = F.log_softmax(logits_p.float(), -1), F.log_softmax(logits_q.float(), -1)
+    if detach_p:
+        logp = logp.detach()
     return (logp.exp() * (logp - logq)).sum(-1)
 
 
@@ -110,7 +124,7 @@ def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers
     positions and on PAD apart, and the per-position KL.
     """
     views = 2 if cfg.rmml else 1
-    masked = [mask_view(symbols, modifiers, cfg.T, generator) for _ in range(views)]
+    masked = [mask_view(symbols, modifiers, cfg.T, generator, cfg.mask_mode) for _ in range(views)]
     in_sym = torch.cat([m[0] for m in masked])
     in_mod = torch.cat([m[1] for m in masked])
     mask = torch.cat([m[2] for m in masked])
@@ -138,7 +152,7 @@ def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers
         kl = symbols.new_zeros((), dtype=torch.float32)
         for head in ("sym", "mod"):
             p, q = out[head][:b], out[head][b:]
-            kl = kl + (_kl_per_position(p, q) + _kl_per_position(q, p)).mean()
+            kl = kl + (_kl_per_position(p, q, cfg.kl_detach) + _kl_per_position(q, p, cfg.kl_detach)).mean()
         loss = loss + cfg.kl_weight * kl_scale * kl
         parts["kl"] = kl.detach()
     if forest is not None and cfg.forest_weight > 0 and "level" in out:
@@ -164,14 +178,27 @@ def _truncate_after_pad(sym: torch.Tensor, mod: torch.Tensor) -> tuple[torch.Ten
     return sym.masked_fill(after, PAD), mod.masked_fill(after, PAD)
 
 
+def _keep_final(final: dict | None, out: dict[str, torch.Tensor]) -> None:
+    """Store a step's log-probabilities [B, L, V] per head in `final` (the last call wins): what a
+    grammar repair of the output ranks its alternatives by."""
+    if final is not None:
+        final["sym_logp"] = _no_mask(out["sym"]).log_softmax(-1)
+        final["mod_logp"] = _no_mask(out["mod"]).log_softmax(-1)
+
+
 @torch.no_grad()
 def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generator | None = None,
-                  early_exit: bool = False, history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  early_exit: bool = False, history: list | None = None,
+                  keep_visible: bool = False, final: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The paper's sampler: start all-MASK; for t = T..1 predict every position (argmax), then
     re-mask each position independently with probability (t-1)/T. Earlier tokens can still change.
 
+    keep_visible: as the official implementation does, a position that was not masked keeps its
+    token and only masked positions take the new argmax (a token can still change after it is
+    re-masked at a later step).
     early_exit: stop once a step's prediction equals the previous step's for the whole batch.
     history: if a list, each step's (symbols, modifiers) prediction is appended (for the refinement plot).
+    final: if a dict, receives the last step's log-probabilities (see _keep_final).
     """
     b = mem_kv[0][0].shape[0]
     dev = mem_kv[0][0].device
@@ -181,7 +208,11 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
     prev = None
     for t in range(T, 0, -1):
         out = decoder(sym, mod, mem_kv)
-        p_sym, p_mod = _truncate_after_pad(_no_mask(out["sym"]).argmax(-1), _no_mask(out["mod"]).argmax(-1))
+        _keep_final(final, out)
+        p_sym, p_mod = _no_mask(out["sym"]).argmax(-1), _no_mask(out["mod"]).argmax(-1)
+        if keep_visible:
+            p_sym, p_mod = torch.where(sym == MASK, p_sym, sym), torch.where(mod == MASK, p_mod, mod)
+        p_sym, p_mod = _truncate_after_pad(p_sym, p_mod)
         if history is not None:
             history.append((p_sym.clone(), p_mod.clone()))
         if t == 1 or (early_exit and prev is not None and torch.equal(prev, torch.stack([p_sym, p_mod]))):
@@ -194,7 +225,7 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
 
 @torch.no_grad()
 def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = False,
-                        history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                        history: list | None = None, final: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask-predict (Ghazvininejad et al., 2019): keep confident tokens, re-mask the least confident.
 
     Only positions before the first predicted PAD are ranked (PAD is the most confident token and
@@ -211,6 +242,7 @@ def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = 
     for s in range(T):
         masked = sym == MASK
         out = decoder(sym, mod, mem_kv)
+        _keep_final(final, out)
         ps, pi = _no_mask(out["sym"]).softmax(-1).max(-1)
         ms, mi = _no_mask(out["mod"]).softmax(-1).max(-1)
         sym = torch.where(masked, pi, sym)

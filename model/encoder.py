@@ -7,8 +7,6 @@ small data, which is every CPU run.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 import torch.nn as nn
 
@@ -56,45 +54,3 @@ class ViTEncoder(nn.Module):
             x = block(x)
         return self.norm(x)
 
-
-def load_vit_checkpoint(encoder: ViTEncoder, path: str | Path) -> list[str]:
-    """Load DINO/timm ViT weights from a local file into `encoder`; returns the keys left unused.
-
-    timm/DINO names (`blocks.N.attn.qkv`, `patch_embed.proj`, ...) are mapped onto ours; the RGB patch
-    kernel is summed over its channels for grayscale input; `pos_embed` and `cls_token` are dropped
-    (positions here are fixed sin-cos). Raises ValueError naming the file on an unreadable checkpoint.
-    """
-    path = Path(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises several types for corrupt files
-        raise ValueError(f"{path}: cannot read ViT checkpoint: {exc}") from None
-    for key in ("model", "state_dict", "teacher", "student"):
-        if isinstance(state, dict) and key in state and isinstance(state[key], dict):
-            state = state[key]
-    state = {k.removeprefix("module.").removeprefix("backbone."): v for k, v in state.items()}
-    ours: dict[str, torch.Tensor] = {}
-    unused: list[str] = []
-    for key, value in state.items():
-        if key == "patch_embed.proj.weight":
-            if isinstance(encoder.patch_embed, ConvStem):
-                unused.append(key)
-                continue
-            ours["patch_embed.weight"] = value.sum(dim=1, keepdim=True)
-        elif key == "patch_embed.proj.bias":
-            ours["patch_embed.bias"] = value
-        elif ".attn.qkv." in key:
-            dim = value.shape[0] // 3
-            prefix, kind = key.split(".attn.qkv.")
-            ours[f"{prefix}.attn.q.{kind}"] = value[:dim]
-            ours[f"{prefix}.attn.kv.{kind}"] = value[dim:]
-        elif key.startswith(("blocks.", "norm.")):
-            ours[key] = value
-        else:
-            unused.append(key)
-    params = dict(encoder.named_parameters())
-    shape_errors = [k for k, v in ours.items() if k in params and params[k].shape != v.shape]
-    if shape_errors:
-        raise ValueError(f"{path}: shapes do not match this encoder for {shape_errors[:3]}")
-    _, unexpected = encoder.load_state_dict(ours, strict=False)
-    return unused + list(unexpected)

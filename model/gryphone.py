@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from .autoregressive import ARDecoder, ar_loss, beam_search, greedy
+from .aux_reader import SATCausalReader, reader_loss
 from .diffusion import LossConfig, SATDecoder, diffusion_loss, sample_mask_predict, sample_remask
 from .encoder import ViTEncoder
 
@@ -35,6 +36,9 @@ class ModelConfig:
     num_tokens: int = 0                   # ar only
     forest_depths: int = 0                # >0 adds position-forest heads (levels 0..forest_depths-1)
     dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
+    encoder_init: str = ""                # start the encoder from this file (gryphone checkpoint, DINO/timm/HF weights)
+    aux_reader_weight: float = 0.0        # >0: a causal SAT reader on the encoder, trained with this weight (diffusion only)
+    diffusion_enc_grad: float = 1.0       # scale of the diffusion loss's gradient into the encoder
     loss: LossConfig = field(default_factory=LossConfig)
 
     def to_dict(self) -> dict:
@@ -77,23 +81,40 @@ class GryphOne(_Recognizer):
                                   cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths,
                                   pos_init=cfg.dec_pos_init)
 
+        # training only: a left-to-right reader that teaches the encoder glyphs (model/aux_reader.py)
+        self.reader = SATCausalReader(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,
+                                      cfg.dec_heads, cfg.enc_dim, cfg.dropout) if cfg.aux_reader_weight > 0 else None
+
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         forest = (batch["level"], batch["relation"]) if "level" in batch else None
         kl_scale = float(batch["kl_scale"]) if "kl_scale" in batch else 1.0
-        return diffusion_loss(self.decoder, self.memory_kv(images), batch["symbols"], batch["modifiers"],
-                              self.cfg.loss, generator, forest, kl_scale)
+        memory = self.encoder(images)
+        s = self.cfg.diffusion_enc_grad
+        diff_memory = memory if s == 1.0 else memory * s + memory.detach() * (1 - s)  # same value, scaled gradient
+        parts = diffusion_loss(self.decoder, self.decoder.memory_kv(diff_memory), batch["symbols"],
+                               batch["modifiers"], self.cfg.loss, generator, forest, kl_scale)
+        if self.reader is not None:
+            aux = reader_loss(self.reader, memory, batch["symbols"], batch["modifiers"])
+            parts["loss"] = parts["loss"] + self.cfg.aux_reader_weight * aux
+            parts["reader_ce"] = aux.detach()
+        return parts
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, *, T: int = 10, sampler: str = "remask",
                   generator: torch.Generator | None = None, early_exit: bool = False,
-                  history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Decode a batch to (symbol ids, modifier ids), each [B, max_len], PAD after the label."""
+                  history: list | None = None, final: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decode a batch to (symbol ids, modifier ids), each [B, max_len], PAD after the label.
+
+        Samplers: "remask" (the paper's), "remask-keep" (the official implementation's: visible tokens
+        are kept, only masked ones re-predicted), "mask-predict". `final` receives the last step's
+        log-probabilities."""
         mem_kv = self.memory_kv(images)
-        if sampler == "remask":
-            return sample_remask(self.decoder, mem_kv, T, generator, early_exit, history)
+        if sampler in ("remask", "remask-keep"):
+            return sample_remask(self.decoder, mem_kv, T, generator, early_exit, history,
+                                 keep_visible=sampler == "remask-keep", final=final)
         if sampler == "mask-predict":
-            return sample_mask_predict(self.decoder, mem_kv, T, early_exit, history)
-        raise ValueError(f"unknown sampler {sampler!r} (remask | mask-predict)")
+            return sample_mask_predict(self.decoder, mem_kv, T, early_exit, history, final)
+        raise ValueError(f"unknown sampler {sampler!r} (remask | remask-keep | mask-predict)")
 
 
 class ARRecognizer(_Recognizer):

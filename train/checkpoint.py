@@ -2,11 +2,17 @@
 
 A checkpoint is one `torch.save` dict: format version, train config, model config, vocabulary,
 model / EMA / optimizer state, step, epoch and batch position, and every RNG state. It is written to
-a temporary file and `os.replace`d, so a kill leaves either the old or the new file, never half of one.
+a temporary file and `os.replace`d, so a kill leaves either the old or the new file, never half of one
+(a temporary file left by a killed write is removed by the next save).
+
+Checkpoints are shared and downloaded, so they are untrusted input: everything in one is a tensor or a
+plain type (dict, list, tuple, str, number, bool, None), and loading uses `weights_only=True`, which
+refuses any other object instead of running it.
 """
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import torch
@@ -22,6 +28,8 @@ class CheckpointError(RuntimeError):
 def save_checkpoint(path: str | Path, state: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stray in path.parent.glob(path.name + ".tmp*"):  # left by a write that was killed
+        stray.unlink(missing_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     torch.save({"format": FORMAT, **state}, tmp)
     os.replace(tmp, path)
@@ -34,7 +42,13 @@ def load_checkpoint(path: str | Path) -> dict:
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path}: checkpoint is empty (0 bytes)")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" in str(exc).lower() or "weights_only" in str(exc):
+            why = next((ln.strip() for ln in str(exc).splitlines() if "Unpickler error" in ln), "")
+            raise CheckpointError(f"{path}: refused: the file holds objects other than tensors and plain types, "
+                                  f"and loading them could run code ({why.split('. Please')[0]})") from None
+        raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): {exc}") from None
     except Exception as exc:  # zip/pickle errors vary with how the file is damaged
         raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): "
                               f"{type(exc).__name__}: {exc}") from None

@@ -19,6 +19,18 @@ from model import LossConfig, ModelConfig
 
 
 @dataclass
+class PretrainConfig:
+    """Stage 1 of a two-stage run: the autoregressive reader trains the encoder on the same images for
+    `steps` steps, then GryphOne starts from that encoder (model.encoder_init). Why: a diffusion decoder
+    alone teaches a from-scratch encoder glyphs 3-4x slower (docs/training.md)."""
+    steps: int = 0                       # 0: no pretraining stage
+    max_minutes: float = 0.0             # >0 (and steps 0): pretrain for this wall time instead
+    lr: float = 0.0                      # 0: the run's lr
+    max_len: int = 0                     # the AR token window; 0: 2 x model.max_len
+    data: str = ""                       # shard root; "": the run's data
+
+
+@dataclass
 class TrainConfig:
     name: str = "custom"
     data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
@@ -26,6 +38,7 @@ class TrainConfig:
     train_split: str = "train"
     eval_splits: tuple[str, ...] = ("valid",)
     model: ModelConfig = field(default_factory=ModelConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     batch_size: int = 32                 # global batch (split across DDP ranks)
     lr: float = 1e-4
     weight_decay: float = 1e-3
@@ -173,6 +186,7 @@ def to_dict(cfg: TrainConfig) -> dict:
 def from_dict(d: dict) -> TrainConfig:
     d = dict(d)
     d["model"] = ModelConfig.from_dict(d["model"])
+    d["pretrain"] = PretrainConfig(**d.get("pretrain", {}))
     for k in ("eval_splits", "eval_T", "betas"):
         if k in d:
             d[k] = tuple(d[k])

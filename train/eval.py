@@ -9,10 +9,12 @@ re-mask sampler is run over several seeds and reported as mean and spread.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -23,26 +25,28 @@ from tokenizer.metrics import score
 from .checkpoint import CheckpointError
 from .data import ShardDataset, ShardError, collate, load_split_data
 from .inference import DecoderSpec, load_model, recognize
+from .valid_decode import is_valid
 
 
 def default_specs(vocab, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
-                  beams=(1,)) -> list[DecoderSpec]:
+                  beams=(1,), valid: bool = True) -> list[DecoderSpec]:
     if isinstance(vocab, TokenVocab):
-        return [DecoderSpec("greedy" if b <= 1 else "beam", beam=b) for b in beams]
+        return [DecoderSpec("greedy" if b <= 1 else "beam", beam=b, valid=valid) for b in beams]
     specs = []
     for sampler in samplers:
         for T in Ts:
-            n = seeds if (sampler == "remask" and T > 1) else 1
-            specs += [DecoderSpec(sampler, T=T, seed=s) for s in range(n)]
+            n = seeds if (sampler.startswith("remask") and T > 1) else 1
+            specs += [DecoderSpec(sampler, T=T, seed=s, valid=valid) for s in range(n)]
     return specs
 
 
-def decode_split(model, vocab, dataset: ShardDataset, spec: DecoderSpec, batch_size: int = 32) -> list[str]:
+def decode_split(model, vocab, dataset: ShardDataset, spec: DecoderSpec, batch_size: int = 32,
+                 stats: Counter | None = None) -> list[str]:
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=collate)
     hyps: list[str] = []
     for i, batch in enumerate(loader):
-        hyps += recognize(model, vocab, batch["image"], DecoderSpec(spec.sampler, spec.T, spec.beam,
-                                                                    spec.seed * 100_003 + i))
+        hyps += recognize(model, vocab, batch["image"], dataclasses.replace(spec, seed=spec.seed * 100_003 + i),
+                          stats=stats)
     return hyps
 
 
@@ -53,10 +57,15 @@ def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[D
     examples: dict[str, list[dict]] = {}
     for spec in specs:
         t0 = time.perf_counter()
-        hyps = decode_split(model, vocab, dataset, spec, batch_size)
+        stats: Counter = Counter()
+        hyps = decode_split(model, vocab, dataset, spec, batch_size, stats)
         elapsed = time.perf_counter() - t0
         metrics = score(refs, hyps)
         metrics["ms_per_image"] = 1000 * elapsed / max(1, len(refs))
+        n = max(1, len(hyps))
+        metrics["raw_invalid_rate"] = stats["raw_invalid"] / n    # the argmax output did not parse
+        metrics["repaired_rate"] = stats["repaired"] / n          # fixed by a one/two-position edit
+        metrics["invalid_rate"] = sum(not is_valid(h) for h in hyps) / n  # what is returned (0 with repair)
         runs.setdefault(spec.name, []).append(metrics)
         if spec.name not in examples:
             examples[spec.name] = [{"ref": r, "hyp": h} for r, h in zip(refs, hyps)]
@@ -74,12 +83,14 @@ def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[D
 
 def format_table(split: str, metrics: dict) -> str:
     lines = [f"{split}: {next(iter(metrics.values()))['n']:.0f} samples",
-             f"  {'decoder':<18} {'ExpRate':>8} {'<=1':>7} {'<=2':>7} {'CER':>7} {'SymER':>7} {'StrER':>7} {'ms/img':>7}"]
+             f"  {'decoder':<18} {'ExpRate':>8} {'±seeds':>7} {'<=1':>7} {'<=2':>7} {'CER':>7} {'SymER':>7}"
+             f" {'StrER':>7} {'RawInv':>7} {'ms/img':>7}"]
     for name, m in metrics.items():
-        spread = f" ±{100 * m['em_std']:.2f}" if "em_std" in m else ""
-        lines.append(f"  {name:<18} {100 * m['em']:>8.2f} {100 * m['exprate_le1']:>7.2f} {100 * m['exprate_le2']:>7.2f}"
-                     f" {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
-                     f" {100 * m['structure_error_rate']:>7.2f} {m['ms_per_image']:>7.1f}{spread}")
+        spread = f"{100 * m['em_std']:.2f}" if "em_std" in m else "-"
+        lines.append(f"  {name:<18} {100 * m['em']:>8.2f} {spread:>7} {100 * m['exprate_le1']:>7.2f}"
+                     f" {100 * m['exprate_le2']:>7.2f} {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
+                     f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('raw_invalid_rate', 0):>7.2f}"
+                     f" {m['ms_per_image']:>7.1f}")
     return "\n".join(lines)
 
 
@@ -104,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
     ap.add_argument("--data", required=True, help="shard root (datasets_prep.inkml --out)")
     ap.add_argument("--splits", default=None, help="comma-separated splits (default: the run's eval splits)")
-    ap.add_argument("--T", default="1,10,50", help="diffusion steps to evaluate, comma-separated")
-    ap.add_argument("--samplers", default="remask,mask-predict", help="remask and/or mask-predict")
+    ap.add_argument("--T", default="1,10,50", help="diffusion steps to evaluate, comma-separated (default: %(default)s)")
+    ap.add_argument("--samplers", default="remask,mask-predict",
+                    help="comma-separated: remask, remask-keep, mask-predict (default: %(default)s)")
+    ap.add_argument("--no-repair", action="store_true",
+                    help="score the raw argmax outputs (default: outputs that do not parse are repaired)")
     ap.add_argument("--seeds", type=int, default=3, help="sampler seeds for the random re-mask decoder")
     ap.add_argument("--beams", default="1", help="AR checkpoints: beam widths (1 = greedy)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
@@ -118,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         model, vocab, mcfg, state = load_model(args.ckpt, args.device, use_ema=not args.no_ema)
         splits = args.splits.split(",") if args.splits else list(state["train_config"]["eval_splits"])
         specs = default_specs(vocab, [int(t) for t in args.T.split(",")], args.samplers.split(","), args.seeds,
-                              [int(b) for b in args.beams.split(",")])
+                              [int(b) for b in args.beams.split(",")], valid=not args.no_repair)
         normalized = bool(state["train_config"].get("normalize_labels", False))
         results = evaluate_splits(model, vocab, mcfg, Path(args.data), splits, specs, args.batch_size, args.limit,
                                   normalized)

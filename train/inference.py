@@ -6,6 +6,7 @@ never on raw modifier ids, as SAT.md requires).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -14,16 +15,18 @@ from model import ModelConfig, build_model
 from tokenizer import SATVocab, TokenVocab
 
 from .checkpoint import CheckpointError, load_checkpoint
+from .valid_decode import delete_until_valid, is_valid, repair_ids
 
 
 @dataclass(frozen=True)
 class DecoderSpec:
     """How to decode: the diffusion samplers with T steps, or the AR baseline with a beam width."""
 
-    sampler: str = "remask"   # remask | mask-predict | greedy | beam
+    sampler: str = "remask"   # remask | remask-keep | mask-predict | greedy | beam
     T: int = 10
     beam: int = 1
     seed: int = 0
+    valid: bool = True        # repair outputs that do not parse (train/valid_decode.py)
 
     @property
     def name(self) -> str:
@@ -67,12 +70,35 @@ def ids_to_latex(vocab, out) -> list[str]:
 
 
 @torch.no_grad()
-def recognize(model, vocab, images: torch.Tensor, spec: DecoderSpec, history: list | None = None) -> list[str]:
-    """images [B, 1, H, W] (ink = 1) -> LaTeX strings."""
+def recognize(model, vocab, images: torch.Tensor, spec: DecoderSpec, history: list | None = None,
+              stats: Counter | None = None) -> list[str]:
+    """images [B, 1, H, W] (ink = 1) -> LaTeX strings; with spec.valid every string parses.
+
+    stats (a Counter) accumulates "outputs", "raw_invalid", "repaired", "last_resort"."""
+    stats = stats if stats is not None else Counter()
     dev = next(model.parameters()).device
     images = images.to(dev)
-    if isinstance(vocab, TokenVocab):
-        return ids_to_latex(vocab, model.recognize(images, beam=spec.beam))
+    stats["outputs"] += images.shape[0]
+    if isinstance(vocab, TokenVocab):  # no per-position alternatives: the deletion repair only
+        texts = ids_to_latex(vocab, model.recognize(images, beam=spec.beam))
+        out = []
+        for text in texts:
+            if is_valid(text):
+                out.append(text)
+                continue
+            stats["raw_invalid"] += 1
+            if spec.valid:
+                stats["last_resort"] += 1
+                text = delete_until_valid(text)
+            out.append(text)
+        return out
     gen = torch.Generator(device=dev).manual_seed(spec.seed)
-    out = model.recognize(images, T=spec.T, sampler=spec.sampler, generator=gen, history=history)
-    return ids_to_latex(vocab, out)
+    final: dict = {}
+    sym, mod = model.recognize(images, T=spec.T, sampler=spec.sampler, generator=gen, history=history, final=final)
+    if not spec.valid:
+        texts = ids_to_latex(vocab, (sym, mod))
+        stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
+        return texts
+    s_log, m_log = final["sym_logp"].float().cpu(), final["mod_logp"].float().cpu()
+    return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats)
+            for i, (s, m) in enumerate(zip(sym.tolist(), mod.tolist()))]

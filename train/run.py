@@ -126,20 +126,32 @@ def main(argv: list[str] | None = None) -> int:
                   f"`python -m datasets_prep.inkml --src ... --out {cfg.data}`", file=sys.stderr)
             return 1
         if args.fresh and is_main:
-            for name in ("ckpt.pt", "metrics.jsonl"):
+            for name in ("ckpt.pt", "metrics.jsonl", "pretrain/ckpt.pt", "pretrain/metrics.jsonl"):
                 (Path(cfg.out) / name).unlink(missing_ok=True)
         from .trainer import train
 
+        times = {"data": time.time() - t0}
+        if cfg.model.kind == "diffusion" and (cfg.pretrain.steps or cfg.pretrain.max_minutes) \
+                and not cfg.model.encoder_init:
+            from .pretrain import run_pretrain
+
+            pre_ckpt, times["pretrain"] = run_pretrain(cfg, resume=not args.fresh)
+            cfg.model.encoder_init = str(pre_ckpt)
+        t1 = time.time()
         ckpt = train(cfg, resume=not args.fresh, quick_eval=_quick_eval(cfg))
+        times["train"] = time.time() - t1
         if is_main and not args.no_eval:
+            t2 = time.time()
             final_report(cfg, ckpt)
             if args.config == "demo":
                 _demo_predict(cfg, ckpt)
+            times["eval"] = time.time() - t2
     except (CheckpointError, ShardError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if is_main:
-        print(f"[run] done in {time.time() - t0:.0f} s; outputs in {cfg.out}")
+        parts = ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+        print(f"[run] done in {time.time() - t0:.0f} s ({parts}); outputs in {cfg.out}")
     return 0
 
 

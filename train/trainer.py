@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from model import build_model, count_params, flops_per_image
+from model import build_model, count_params, flops_per_image, init_encoder
 from tokenizer import SATVocab, TokenVocab
 
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -91,7 +91,11 @@ def build_vocab(cfg: TrainConfig, split_dir: Path) -> SATVocab | TokenVocab:
 
 
 def _rng_state(device: torch.device) -> dict:
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+    """Every RNG state as tensors and plain types, so the checkpoint loads with weights_only=True."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "gauss": float(gauss)}}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -99,7 +103,8 @@ def _rng_state(device: torch.device) -> dict:
 
 def _set_rng_state(state: dict, device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
 
@@ -160,7 +165,13 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
     dataset = ShardDataset(data, mcfg.image_size)
 
-    model = build_model(mcfg).to(device)
+    model = build_model(mcfg)
+    if state is None and mcfg.encoder_init:
+        info = init_encoder(model.encoder, mcfg.encoder_init)
+        if is_main:
+            log(f"[train] encoder starts from {mcfg.encoder_init} ({info['kind']}: {info['loaded']} tensors"
+                + (f", {len(info['unused'])} unused" if info["unused"] else "") + ")")
+    model = model.to(device)
     ema = copy.deepcopy(model).eval() if cfg.ema > 0 else None
     fused = device.type == "cuda"
     opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas, fused=fused)
@@ -258,6 +269,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
                 metrics_f.flush()
                 log(f"step {step}{'' if by_time else f'/{total}'} loss {rec['loss']:.4f} ce {rec['ce']:.4f}"
                     + (f" kl {rec['kl']:.4f}" if "kl" in rec else "")
+                    + (f" reader {rec['reader_ce']:.4f}" if "reader_ce" in rec else "")
                     + f" lr {lr:.2e} {ips:.1f} img/s" + (f" mfu {rec['mfu']:.1%}" if "mfu" in rec else ""))
                 running, n_running, t_log, seen_log = {}, 0, time.time(), 0
             if cfg.max_minutes and train_seconds() > cfg.max_minutes * 60:
@@ -300,5 +312,5 @@ def _save(path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device
         "ema": ema.state_dict() if ema is not None else None, "optimizer": opt.state_dict(),
         "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "rng": rng, "world": world,
         "train_seconds": seconds,
-        "torch": torch.__version__, "python": sys.version.split()[0],
+        "torch": str(torch.__version__), "python": sys.version.split()[0],
     })
