@@ -178,6 +178,13 @@ def _truncate_after_pad(sym: torch.Tensor, mod: torch.Tensor) -> tuple[torch.Ten
     return sym.masked_fill(after, PAD), mod.masked_fill(after, PAD)
 
 
+def _confidence(out: dict[str, torch.Tensor], sym: torch.Tensor, mod: torch.Tensor) -> torch.Tensor:
+    """p(symbol) * p(modifier) of the tokens a step holds, per position [B, L] (for the refinement plot)."""
+    ps = _no_mask(out["sym"]).softmax(-1).gather(-1, sym[..., None])[..., 0]
+    pm = _no_mask(out["mod"]).softmax(-1).gather(-1, mod[..., None].clamp_max(out["mod"].shape[-1] - 1))[..., 0]
+    return ps * pm
+
+
 def _keep_final(final: dict | None, out: dict[str, torch.Tensor]) -> None:
     """Store a step's log-probabilities [B, L, V] per head in `final` (the last call wins): what a
     grammar repair of the output ranks its alternatives by."""
@@ -197,7 +204,7 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
     token and only masked positions take the new argmax (a token can still change after it is
     re-masked at a later step).
     early_exit: stop once a step's prediction equals the previous step's for the whole batch.
-    history: if a list, each step's (symbols, modifiers) prediction is appended (for the refinement plot).
+    history: if a list, each step's (symbols, modifiers, confidence) is appended (for the refinement plot).
     final: if a dict, receives the last step's log-probabilities (see _keep_final).
     """
     b = mem_kv[0][0].shape[0]
@@ -214,7 +221,7 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
             p_sym, p_mod = torch.where(sym == MASK, p_sym, sym), torch.where(mod == MASK, p_mod, mod)
         p_sym, p_mod = _truncate_after_pad(p_sym, p_mod)
         if history is not None:
-            history.append((p_sym.clone(), p_mod.clone()))
+            history.append((p_sym.clone(), p_mod.clone(), _confidence(out, p_sym, p_mod)))
         if t == 1 or (early_exit and prev is not None and torch.equal(prev, torch.stack([p_sym, p_mod]))):
             return p_sym, p_mod
         prev = torch.stack([p_sym, p_mod])
@@ -251,7 +258,7 @@ def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = 
         sym, mod = _truncate_after_pad(sym, mod)
         length = torch.where((sym == PAD).any(1), (sym == PAD).float().argmax(1), torch.full((b,), n, device=dev))
         if history is not None:
-            history.append((sym.clone(), mod.clone()))
+            history.append((sym.clone(), mod.clone(), _confidence(out, sym, mod)))
         n_mask = (length.float() * (T - 1 - s) / T).floor().long()
         if (n_mask == 0).all():
             if early_exit or s == T - 1:

@@ -37,6 +37,7 @@ class ModelConfig:
     forest_depths: int = 0                # >0 adds position-forest heads (levels 0..forest_depths-1)
     dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
     encoder_init: str = ""                # start the encoder from this file (gryphone checkpoint, DINO/timm/HF weights)
+    decoder_init: str = ""                # start the decoder (and reader) from this AR baseline checkpoint
     aux_reader_weight: float = 0.0        # >0: a causal SAT reader on the encoder, trained with this weight (diffusion only)
     diffusion_enc_grad: float = 1.0       # scale of the diffusion loss's gradient into the encoder
     loss: LossConfig = field(default_factory=LossConfig)

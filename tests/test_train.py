@@ -168,3 +168,98 @@ def test_epoch_batches_are_deterministic_and_rank_disjoint():
     for g, x, y in zip(a, r0, r1):
         assert sorted(g) == sorted(x + y) and not set(x) & set(y)
     assert len(np.unique(np.concatenate(a))) == 96
+
+
+def test_decoder_reads_the_image_not_just_the_label_statistics(micro_data, tmp_path):
+    """After a short training, all-masked symbol accuracy with the true images must clearly beat the
+    same with blank images: a decoder that ignores its encoder fails this (fixed seeds, no timing)."""
+    from train.data import ShardDataset, collate, load_split_data
+    from train.inference import load_model
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    ckpt = train(micro_cfg(micro_data, tmp_path / "run", "max_steps=400", "log_every=100"))
+    model, vocab, mcfg, _ = load_model(ckpt)
+    data = load_split_data(micro_data / "train", vocab, mcfg.max_len)
+    batch = collate([ShardDataset(data, mcfg.image_size)[i] for i in range(len(data.rows))])
+    real = batch["symbols"] != 0
+
+    def accuracy(images: torch.Tensor) -> float:
+        masked = torch.full_like(batch["symbols"], 1)  # every position MASK
+        with torch.no_grad():
+            logits = model.decoder(masked, masked, model.memory_kv(images))["sym"]
+        return float((logits.argmax(-1) == batch["symbols"])[real].float().mean())
+
+    seeing, blind = accuracy(batch["image"]), accuracy(torch.zeros_like(batch["image"]))
+    assert seeing >= 0.9 and seeing - blind >= 0.3, (seeing, blind)
+
+
+def test_two_stage_run_pretrains_the_encoder_then_trains_gryphone_with_the_reader(micro_data, tmp_path, capsys):
+    from train.run import main
+
+    out = tmp_path / "two"
+    code = main(["--config", "micro", "--data", str(micro_data), "--out", str(out), "--no-eval", "threads=1",
+                 "pretrain.steps=6", "max_steps=4", "log_every=2", "model.aux_reader_weight=0.5"])
+    assert code == 0
+    log = capsys.readouterr().out
+    pre = out / "pretrain" / "ckpt.pt"
+    assert "[pretrain] stage 1" in log and f"encoder starts from {pre}" in log
+    assert load_checkpoint(pre)["step"] == 6 and load_checkpoint(pre)["train_config"]["model"]["kind"] == "ar"
+    state = load_checkpoint(out / "ckpt.pt")
+    assert state["step"] == 4 and state["train_config"]["model"]["encoder_init"] == str(pre)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all("reader_ce" in r for r in rows if "loss" in r)
+    # a second call resumes both stages as finished: nothing retrains
+    assert main(["--config", "micro", "--data", str(micro_data), "--out", str(out), "--no-eval", "threads=1",
+                 "pretrain.steps=6", "max_steps=4", "log_every=2", "model.aux_reader_weight=0.5"]) == 0
+    assert load_checkpoint(out / "ckpt.pt")["step"] == 4
+
+
+def test_a_bad_encoder_init_is_one_clear_error(micro_data, tmp_path):
+    bad = tmp_path / "dino.pth"
+    bad.write_bytes(b"\x80\x04garbage")
+    proc = subprocess.run([sys.executable, "-m", "train.run", "--config", "micro", "--data", str(micro_data),
+                           "--out", str(tmp_path / "run"), f"model.encoder_init={bad}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "dino.pth" in proc.stderr and "Traceback" not in proc.stderr
+
+
+class _Payload:
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_checkpoint_that_carries_code_is_refused_everywhere_and_never_runs(micro_data, tmp_path):
+    import pickle
+
+    marker = tmp_path / "payload-ran"
+    raw = tmp_path / "raw.pt"
+    raw.write_bytes(pickle.dumps({"format": "gryphone-checkpoint-1", "x": _Payload(str(marker))}))
+    zipped = tmp_path / "zipped.pt"
+    torch.save({"format": "gryphone-checkpoint-1", "model": _Payload(str(marker))}, zipped)
+    for path in (raw, zipped):
+        with pytest.raises(CheckpointError, match=f"{path.name}: refused"):
+            load_checkpoint(path)
+        proc = subprocess.run([sys.executable, "-m", "train.predict", "--ckpt", str(path), "x.png"],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1 and path.name in proc.stderr and "Traceback" not in proc.stderr
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(zipped, run / "ckpt.pt")  # train.run resumes automatically from out/ckpt.pt
+    proc = subprocess.run([sys.executable, "-m", "train.run", "--config", "micro", "--data", str(micro_data),
+                           "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "refused" in proc.stderr and "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
+def test_a_killed_checkpoint_write_leaves_no_stray_file(tmp_path):
+    from train.checkpoint import save_checkpoint
+
+    stray = tmp_path / "ckpt.pt.tmp12345"
+    stray.write_bytes(b"half a checkpoint")
+    save_checkpoint(tmp_path / "ckpt.pt", {"train_config": {}, "model": {}, "vocab": {}, "step": 0})
+    assert not stray.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]

@@ -28,6 +28,7 @@ class PretrainConfig:
     lr: float = 0.0                      # 0: the run's lr
     max_len: int = 0                     # the AR token window; 0: 2 x model.max_len
     data: str = ""                       # shard root; "": the run's data
+    init_decoder: bool = False           # also start GryphOne's decoder blocks from the AR decoder (model.decoder_init)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class TrainConfig:
     ckpt_every: int = 500
     eval_T: tuple[int, ...] = (1, 10, 50)
     eval_seeds: int = 3                  # sampler seeds for the random re-mask decoder
+    eval_samplers: tuple[str, ...] = ("remask", "mask-predict")  # + "remask-keep" (the official sampler)
     num_workers: int = 2
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
@@ -100,24 +102,33 @@ def _tiny() -> TrainConfig:
 
 
 def _crohme_cpu() -> TrainConfig:
-    """Sized for ~85 minutes on 2 shared CPU cores: 96x384 canvas (CROHME's median aspect is 3.5),
-    conv stem + patch 16 (144 tokens), width 96 (~0.6 GFLOP per training image, so several epochs fit);
-    trains on brace-normalized labels; the RMML KL is ramped in over 1,000 steps (BENCHMARKS.md)."""
+    """Sized for under two hours on 2 CPU cores, everything included: 96x384 canvas (CROHME's median
+    aspect is 3.5), conv stem + patch 16 (144 tokens), width 96 (~0.6 GFLOP per training image); two
+    stages (45 minutes of the AR reader on the encoder, then 50 of GryphOne from its encoder and
+    decoder, the reader kept as an auxiliary loss); brace-normalized labels; the RMML KL ramped in
+    over 1,000 steps (BENCHMARKS.md)."""
     m = ModelConfig(image_size=(96, 384), patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
-                    loss=LossConfig(T=10, kl_warmup_steps=1000))
+                    loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
     return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
+                       pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True),
                        batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
-                       max_minutes=85, eval_every=1000, eval_limit=150, ckpt_every=250,
+                       max_minutes=50, eval_every=1000, eval_limit=150, ckpt_every=250,
                        eval_splits=("test2014", "test2016"), eval_T=(1, 10), eval_seeds=3, num_workers=1,
                        normalize_labels=True, ema=0.999)
 
 
 def _paper() -> TrainConfig:
+    """The published recipe, with the official implementation's choices where the paper is silent
+    (docs/training.md): streams masked independently with t ~ U(0, 1), KL to a detached target, the
+    keep-visible sampler evaluated beside the paper's, grad-norm clip 10, 100 warm-up steps. Start the
+    encoder from DINO ViT-S/8 weights with `model.encoder_init=PATH` where you have them."""
     m = ModelConfig(image_size=(224, 224), patch=8, enc_dim=384, enc_depth=12, enc_heads=6, dec_dim=384,
-                    dec_depth=5, dec_heads=8, dropout=0.3, max_len=150, loss=LossConfig(T=50, rmml=True))
+                    dec_depth=5, dec_heads=8, dropout=0.3, max_len=150,
+                    loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
     return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
-                       lr=1e-4, weight_decay=1e-3, epochs=60, eval_splits=("valid", "test"), eval_T=(1, 10, 50),
+                       lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, grad_clip=10.0,
+                       eval_splits=("valid", "test"), eval_T=(1, 10, 50), eval_samplers=("remask-keep", "remask"),
                        eval_seeds=10, num_workers=6, ckpt_every=2000)
 
 
@@ -190,4 +201,6 @@ def from_dict(d: dict) -> TrainConfig:
     for k in ("eval_splits", "eval_T", "betas"):
         if k in d:
             d[k] = tuple(d[k])
+    if "eval_samplers" in d:
+        d["eval_samplers"] = tuple(d["eval_samplers"])
     return TrainConfig(**d)

@@ -94,24 +94,51 @@ def plot_curves(metrics_path: Path, out_png: Path) -> Path:
     return out_png
 
 
-def plot_refinement(image: np.ndarray, steps: list[str], reference: str, out_png: Path, title: str = "") -> Path:
-    """The input image above each sampler step's decoded LaTeX, so one sees the expression settle."""
-    font = _font(14)
+def _conf_color(conf: float) -> tuple[int, int, int]:
+    """White for a sure position, through yellow, to red for an unsure one."""
+    c = max(0.0, min(1.0, conf))
+    return (255, int(140 + 115 * c), int(255 * c ** 2))
+
+
+def plot_refinement(image: np.ndarray, steps: list[dict], reference: str, out_png: Path, title: str = "",
+                    lowest: int = 3) -> Path:
+    """The input image, then one row per sampler step: each SAT position as a cell shaded by the model's
+    confidence in it (p(symbol) x p(modifier); red = unsure), the `lowest` least-confident cells of the
+    step outlined, and the step's decoded LaTeX (green once it equals the reference).
+
+    steps: [{"cells": [(position text, confidence), ...], "latex": str}, ...]."""
+    font, small = _font(14), _font(12)
     ink = Image.fromarray(image)
     scale = max(1, 600 // max(1, ink.width))
     ink = ink.resize((ink.width * scale, ink.height * scale), Image.Resampling.NEAREST)
-    width = max(900, ink.width + 20)
-    rows = len(steps) + 2
-    img = Image.new("RGB", (width, ink.height + 30 + 22 * rows), "white")
+    cell_w, row_h = 54, 30
+    n_cells = max((len(st["cells"]) for st in steps), default=1)
+    width = max(ink.width + 20, 80 + cell_w * n_cells + 20, 900)
+    text_h = 20
+    img = Image.new("RGB", (width, ink.height + 60 + (row_h + text_h) * len(steps) + 30), "white")
     img.paste(ink.convert("RGB"), (10, 24))
     draw = ImageDraw.Draw(img)
-    draw.text((10, 4), title or "refinement, one step a line", fill=(0, 0, 0), font=font)
-    y = ink.height + 32
-    for i, text in enumerate(steps):
-        color = (0, 120, 0) if text == reference else (0, 0, 0)
-        draw.text((10, y), f"step {i + 1:>2}: {text}", fill=color, font=font)
-        y += 22
-    draw.text((10, y), f"reference: {reference}", fill=(0, 0, 160), font=font)
+    draw.text((10, 4), title or "refinement, one step a row", fill=(0, 0, 0), font=font)
+    y = ink.height + 34
+    draw.text((10, y - 2), f"cell = one SAT position, shaded by confidence (red = unsure); outlined: the "
+                           f"{lowest} least confident", fill=(90, 90, 90), font=small)
+    y += 20
+    for k, st in enumerate(steps):
+        draw.text((10, y + 7), f"step {k + 1:>2}", fill=(0, 0, 0), font=font)
+        confs = [c for _, c in st["cells"]]
+        low = set(sorted(range(len(confs)), key=confs.__getitem__)[:lowest])
+        for j, (text, conf) in enumerate(st["cells"]):
+            x = 80 + j * cell_w
+            box = (x, y, x + cell_w - 3, y + row_h - 3)
+            draw.rectangle(box, fill=_conf_color(conf), outline=(200, 0, 0) if j in low else (190, 190, 190),
+                           width=3 if j in low else 1)
+            draw.text((x + 3, y + 2), text[:8], fill=(0, 0, 0), font=small)
+            draw.text((x + 3, y + 15), f"{conf:.2f}", fill=(80, 80, 80), font=small)
+        y += row_h
+        color = (0, 120, 0) if st["latex"] == reference else (0, 0, 0)
+        draw.text((80, y), st["latex"], fill=color, font=small)
+        y += text_h
+    draw.text((10, y + 4), f"reference: {reference}", fill=(0, 0, 160), font=font)
     out_png = Path(out_png)
     img.save(out_png)
     return out_png

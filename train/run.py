@@ -52,12 +52,12 @@ def _quick_eval(cfg: TrainConfig):
 def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     """Full evaluation on every eval split, the curves, and one refinement picture."""
     from .eval import default_specs, evaluate_splits, format_table
-    from .inference import DecoderSpec, load_model, recognize
-    from .plots import plot_curves, plot_refinement
+    from .inference import load_model
+    from .plots import plot_curves
 
     out = Path(cfg.out)
     model, vocab, mcfg, state = load_model(ckpt)
-    specs = default_specs(vocab, cfg.eval_T, seeds=cfg.eval_seeds)
+    specs = default_specs(vocab, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds)
     results = evaluate_splits(model, vocab, mcfg, Path(cfg.data), cfg.eval_splits, specs,
                               normalized=cfg.normalize_labels)
     for split, res in results.items():
@@ -67,20 +67,48 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     from tokenizer import TokenVocab
 
     if not isinstance(vocab, TokenVocab):
-        from .data import ShardDataset, load_split_data
-
-        data = load_split_data(Path(cfg.data) / cfg.eval_splits[0], vocab, mcfg.max_len, keep_all=True,
-                               normalized=cfg.normalize_labels)
-        item = ShardDataset(data, mcfg.image_size)[0]
-        history: list = []
-        T = max(cfg.eval_T)
-        recognize(model, vocab, item["image"][None], DecoderSpec("remask", T=T), history=history)
-        steps = [vocab.decode(s[0].tolist(), m[0].tolist()) for s, m in history]
-        image = (255 - item["image"][0].numpy() * 255).astype(np.uint8)
-        plot_refinement(image, steps, item["latex"], out / "refinement.png",
-                        title=f"random re-mask sampler, T={T}: prediction after each step")
+        refinement_picture(model, vocab, mcfg, cfg, out / "refinement.png")
     print(f"[run] wrote {out}/eval.json, curves.png" + ("" if isinstance(vocab, TokenVocab) else ", refinement.png"))
     return results
+
+
+def refinement_picture(model, vocab, mcfg, cfg: TrainConfig, out_png: Path, candidates: int = 64) -> Path:
+    """Draw the refinement of the first eval-split sample (of `candidates`) whose prediction changes
+    most across the sampler's steps, preferring one that ends right: a sample already right at step 1
+    shows nothing."""
+    from .data import ShardDataset, collate, load_split_data
+    from .inference import DecoderSpec, recognize
+    from .plots import plot_refinement
+
+    data = load_split_data(Path(cfg.data) / cfg.eval_splits[0], vocab, mcfg.max_len, keep_all=True,
+                           normalized=cfg.normalize_labels)
+    dataset = ShardDataset(data, mcfg.image_size)
+    batch = collate([dataset[i] for i in range(min(candidates, len(dataset)))])
+    T = max(cfg.eval_T)
+    history: list = []
+    recognize(model, vocab, batch["image"], DecoderSpec("remask", T=T), history=history)
+
+    def step_latex(i: int) -> list[str]:
+        return [vocab.decode(s[i].tolist(), m[i].tolist()) for s, m, _ in history]
+
+    def changes(i: int) -> tuple[bool, int]:
+        texts = step_latex(i)
+        return texts[-1] == batch["latex"][i], sum(a != b for a, b in zip(texts, texts[1:]))
+
+    best = max(range(len(batch["latex"])), key=changes)
+    steps = []
+    for s, m, conf in history:
+        row = []
+        for k, (sid, mid) in enumerate(zip(s[best].tolist(), m[best].tolist())):
+            if sid == vocab.PAD:
+                break
+            sym = vocab.symbols[sid] if 3 <= sid < vocab.num_symbols else "?"
+            pre, post = vocab.modifiers[mid] if 3 <= mid < vocab.num_modifiers else ((), ())
+            row.append(("".join(pre) + sym + "".join(post), float(conf[best, k])))
+        steps.append({"cells": row, "latex": vocab.decode(s[best].tolist(), m[best].tolist())})
+    image = (255 - batch["image"][best, 0].numpy() * 255).astype(np.uint8)
+    return plot_refinement(image, steps, batch["latex"][best], out_png,
+                           title=f"random re-mask sampler, T={T}: one test expression, step by step")
 
 
 def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
@@ -137,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
 
             pre_ckpt, times["pretrain"] = run_pretrain(cfg, resume=not args.fresh)
             cfg.model.encoder_init = str(pre_ckpt)
+            if cfg.pretrain.init_decoder:
+                cfg.model.decoder_init = str(pre_ckpt)
         t1 = time.time()
         ckpt = train(cfg, resume=not args.fresh, quick_eval=_quick_eval(cfg))
         times["train"] = time.time() - t1

@@ -171,6 +171,13 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         if is_main:
             log(f"[train] encoder starts from {mcfg.encoder_init} ({info['kind']}: {info['loaded']} tensors"
                 + (f", {len(info['unused'])} unused" if info["unused"] else "") + ")")
+    if state is None and mcfg.decoder_init and mcfg.kind == "diffusion":
+        from .pretrain import decoder_from_reader
+
+        info = decoder_from_reader(model, vocab, mcfg.decoder_init)
+        if is_main:
+            log(f"[train] decoder starts from {mcfg.decoder_init}'s AR decoder ({info['blocks']} block tensors, "
+                f"{info['symbols']} symbols, {info['modifiers']} modifiers)")
     model = model.to(device)
     ema = copy.deepcopy(model).eval() if cfg.ema > 0 else None
     fused = device.type == "cuda"
@@ -219,7 +226,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
     t_log, seen_log = time.time(), 0
     running: dict[str, float] = {}
     n_running = 0
-    stop = False
+    stop = bool(cfg.max_minutes) and spent_before >= cfg.max_minutes * 60  # a finished timed run stays finished
     loader_gen = torch.Generator().manual_seed(cfg.seed)  # keeps DataLoader off the global RNG
     while step < total and not stop:
         batches = epoch_batches(len(dataset), cfg.batch_size, cfg.seed, epoch, rank, world)

@@ -58,9 +58,10 @@ def _edits(sym: list[int], mod: list[int], sym_logp: torch.Tensor, mod_logp: tor
            length: int, specials: int) -> list[tuple[float, int, str, int]]:
     """Single edits (cost, position, stream, new id), cheapest first."""
     out = []
+    span = min(length + 1, len(sym))  # the label's positions and the PAD that ends it (it may extend it)
     for stream, ids, logp in (("sym", sym, sym_logp), ("mod", mod, mod_logp)):
-        top = logp[:length].topk(min(TOP_K + 1, logp.shape[-1]), dim=-1)
-        for i in range(length):
+        top = logp[:span].topk(min(TOP_K + 1, logp.shape[-1]), dim=-1)
+        for i in range(span):
             cur = float(logp[i, ids[i]])
             for value, new in zip(top.values[i].tolist(), top.indices[i].tolist()):
                 if new == ids[i] or (new < specials and not (stream == "sym" and new == 0)):
