@@ -117,7 +117,8 @@ class _Runner:
 
     def __init__(self, out: Path, opts: Options, workers: int, progress):
         self.out, self.opts, self.workers, self.bar = out, opts, workers, progress
-        self.pool = ProcessPoolExecutor(workers, mp_context=_mp_context()) if workers > 1 else None
+        self.pool = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_die_with_parent,
+                                        initargs=(os.getpid(),)) if workers > 1 else None
         self.pending: dict[Future, tuple[str, int]] = {}
         self.results: dict[tuple[str, int], ChunkResult] = {}
         self.resumed = 0
@@ -167,6 +168,32 @@ def _marker_dir(out: Path, split: str) -> Path:
     d = out / PROGRESS / split
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: a worker whose parent is gone (kill -9) exits instead of living on.
+
+    Linux delivers SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG); everywhere, a daemon thread
+    also checks once a second that the parent is still the one that started it."""
+    import ctypes
+    import signal
+    import threading
+    import time
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+    if os.getppid() != parent:  # the parent died before the initializer ran
+        os._exit(1)
 
 
 def _mp_context():

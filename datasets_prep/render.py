@@ -26,6 +26,8 @@ from .ink import Ink
 DEFAULT_SIZE = (224, 224)
 DEFAULT_STROKE_WIDTH = 2.0
 DEFAULT_MARGIN = 8.0
+DEGENERATE_EXTENT = 1e-6
+"""Extents below this share of the coordinates' magnitude are treated as zero (see fit)."""
 
 _lib = cairocffi.cairo
 _ffi = cairocffi.ffi
@@ -65,7 +67,8 @@ def parse_size(text: str) -> tuple[int, int]:
 def fit(bbox: tuple[float, float, float, float], size: tuple[int, int], stroke_width: float,
         margin: float) -> tuple[float, tuple[float, float]]:
     """Uniform scale and offset putting the bbox in the centre of an HxW canvas, ink edges `margin`
-    pixels from the border. A zero-extent axis does not constrain the scale."""
+    pixels from the border. A zero-extent (or rounding-level) axis does not constrain the scale; an ink
+    with no extent on either axis is drawn at scale 1, a dot."""
     h, w = size
     avail_w = w - 2 * margin - stroke_width
     avail_h = h - 2 * margin - stroke_width
@@ -73,7 +76,10 @@ def fit(bbox: tuple[float, float, float, float], size: tuple[int, int], stroke_w
         raise ValueError(f"margin {margin} and stroke width {stroke_width} leave no room in {h}x{w}")
     x0, y0, x1, y1 = bbox
     ext_w, ext_h = x1 - x0, y1 - y0
-    scales = [a / e for a, e in ((avail_w, ext_w), (avail_h, ext_h)) if e > 0]
+    # an extent at the rounding level of its coordinates is no extent: a dot with 1e-9 jitter stays a
+    # dot (and a line with jitter across it a line) instead of being stretched over the canvas
+    tiny = DEGENERATE_EXTENT * max(1.0, abs(x0), abs(x1), abs(y0), abs(y1))
+    scales = [a / e for a, e in ((avail_w, ext_w), (avail_h, ext_h)) if e > tiny]
     scale = min(scales) if scales else 1.0
     if not math.isfinite(scale) or scale <= 0:
         scale = 1.0

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .archive import Member, archive_stem, is_archive, iter_members
+from .archive import ARCHIVE_SUFFIXES, Member, archive_stem, is_archive, iter_members
 from .readers import InkError
 
 MATHWRITING_SPLITS = ("train", "valid", "test", "synthetic", "symbols")
@@ -35,6 +35,7 @@ class Item:
     file: str | None = None
     data: bytes | None = None
     glyph: dict | None = None
+    id_prefix: str = ""   # set when another input already gave this split the same path
 
 
 def split_name(text: str) -> str:
@@ -52,17 +53,29 @@ def sort_splits(names) -> list[str]:
     return sorted(set(names), key=key)
 
 
-def _walk_inkml(root: Path) -> list[Path]:
-    """Every *.inkml under root (any case), sorted by relative path; symlinked folders not followed."""
+def _walk_inkml(root: Path) -> Iterator[Path | InkError]:
+    """Every *.inkml under root (any case), sorted by relative path; symlinked folders not followed.
+
+    Everything else that would otherwise vanish is accounted for as an InkError: a symbolic link to a
+    file is not followed (archives refuse links too), and an archive inside a folder is not opened
+    (give it as an input of its own)."""
     found = []
     base = len(str(root)) + 1
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for f in filenames:
-            if f.lower().endswith(".inkml"):
-                full = os.path.join(dirpath, f)
-                found.append((full[base:].replace(os.sep, "/"), full))
+            full = os.path.join(dirpath, f)
+            rel = full[base:].replace(os.sep, "/")
+            if f.lower().endswith((".inkml", *ARCHIVE_SUFFIXES)):
+                found.append((rel, full))
     found.sort()
-    return [Path(full) for _, full in found]
+    for rel, full in found:
+        if os.path.islink(full):
+            yield InkError(full, "read", "symbolic link: links are not followed (as in archives)", "symlink")
+        elif not rel.lower().endswith(".inkml"):
+            yield InkError(full, "read", "an archive inside a folder input is not opened; pass it as an "
+                                         "--input of its own", "nested-archive")
+        else:
+            yield Path(full)
 
 
 def _rel(p: Path, base: Path) -> str:
@@ -80,7 +93,7 @@ def _mathwriting_dir(root: Path, splits: set[str] | None, split_override: str | 
         split = split_override or split_name(root.name)
         if splits is None or split in splits:
             for p in _walk_inkml(root):
-                yield Item(split, _rel(p, root.parent), file=str(p))
+                yield p if isinstance(p, InkError) else Item(split, _rel(p, root.parent), file=str(p))
         return
     for split in MATHWRITING_SPLITS:
         if splits is not None and split not in splits:
@@ -88,7 +101,7 @@ def _mathwriting_dir(root: Path, splits: set[str] | None, split_override: str | 
         d = root / split
         if d.is_dir():
             for p in _walk_inkml(d):
-                yield Item(split_override or split, _rel(p, root), file=str(p))
+                yield p if isinstance(p, InkError) else Item(split_override or split, _rel(p, root), file=str(p))
         elif split == "symbols" and (root / SYMBOLS_JSONL).is_file():
             yield from _symbols_from_jsonl(root / SYMBOLS_JSONL, SYMBOLS_JSONL,
                                            lambda sid: _read_or_none(root / "train" / f"{sid}.inkml"),
@@ -201,7 +214,7 @@ def _crohme_input(path: Path, splits: set[str] | None, split_override: str | Non
         split = split_override or split_name(path.name)
         if splits is None or split in splits:
             for p in _walk_inkml(path):
-                yield Item(split, _rel(p, path.parent), file=str(p))
+                yield p if isinstance(p, InkError) else Item(split, _rel(p, path.parent), file=str(p))
         return
     if is_archive(path):
         split = split_override or split_name(archive_stem(path))
@@ -226,16 +239,28 @@ def _single_file(path: Path, split_override: str | None, splits: set[str] | None
 
 def iter_items(src: str, inputs: list[Path], *, splits: set[str] | None = None, split_override: str | None = None,
                max_bytes: int, on_read=None) -> Iterator[Item | InkError]:
-    """Items (and enumeration-time errors) for all inputs, in a deterministic order."""
-    for path in inputs:
+    """Items (and enumeration-time errors) for all inputs, in a deterministic order.
+
+    Two inputs can hold the same relative path (`a/train/x.inkml`, `b/train/x.inkml`): the later one's
+    recorded path, and so its sample id, is prefixed with its input's number (`input2/train/x.inkml`),
+    so samples are never merged or given the same id."""
+    seen: set[tuple[str, str]] = set()
+    for k, path in enumerate(inputs, 1):
         if src == "mathwriting":
             if path.is_dir():
-                yield from _mathwriting_dir(path, splits, split_override)
+                items = _mathwriting_dir(path, splits, split_override)
             elif is_archive(path):
-                yield from _mathwriting_archive(path, splits, split_override, max_bytes, on_read)
+                items = _mathwriting_archive(path, splits, split_override, max_bytes, on_read)
             else:
-                yield from _single_file(path, split_override, splits)
+                items = _single_file(path, split_override, splits)
         elif src == "crohme":
-            yield from _crohme_input(path, splits, split_override, max_bytes, on_read)
+            items = _crohme_input(path, splits, split_override, max_bytes, on_read)
         else:
             raise ValueError(f"unknown source {src!r}")
+        for item in items:
+            if isinstance(item, Item):
+                if (item.split, item.path) in seen:
+                    item.id_prefix = f"input{k}/"
+                    item.path = item.id_prefix + item.path
+                seen.add((item.split, item.path))
+            yield item

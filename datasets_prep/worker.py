@@ -87,10 +87,10 @@ def _glyph_ink(item: Item, opts: Options) -> Ink:
 
 def _sample_id(item: Item, ink: Ink, src: str) -> str:
     if item.glyph is not None:
-        return f"{item.glyph['sourceSampleId']}-glyph{item.path.rsplit(':', 1)[-1]}"
+        return f"{item.id_prefix}{item.glyph['sourceSampleId']}-glyph{item.path.rsplit(':', 1)[-1]}"
     if src == "mathwriting" and ink.annotations.get("sampleId"):
-        return ink.annotations["sampleId"].strip()
-    name = item.path
+        return item.id_prefix + ink.annotations["sampleId"].strip()
+    name = item.path  # already carries id_prefix
     return name[:-6] if name.lower().endswith(".inkml") else name
 
 

@@ -5,7 +5,7 @@ import io
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
@@ -107,9 +107,29 @@ def test_png_round_trip(arr):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.floats(-1e4, 1e4), st.floats(-1e4, 1e4)), min_size=1, max_size=20),
                 min_size=1, max_size=5))
+@example([[(1.0, 0.0), (1.0, 5.58e-251)]])  # found by hypothesis: a dot stretched onto the border
 def test_any_ink_renders_inside_the_canvas(strokes):
     """Whatever the coordinates, the ink lands inside the canvas, margin respected (to AA precision)."""
     img = render_ink(ink(*strokes), margin=8.0, stroke_width=2.0)
     assert (img < 255).any()
     dark = img < 250
     assert not dark[:6].any() and not dark[-6:].any() and not dark[:, :6].any() and not dark[:, -6:].any()
+
+
+@pytest.mark.parametrize("strokes", [
+    [[(1.0, 0.0), (1.0, 5.58e-251)]],            # the example hypothesis found: a dot with denormal jitter
+    [[(500.0, 300.0), (500.0 + 1e-9, 300.0 - 1e-9)]],
+    [[(0.0, 0.0)], [(1e-9, 1e-9)]],
+])
+def test_a_dot_with_rounding_jitter_stays_a_dot(strokes):
+    img = render_ink(ink(*strokes), margin=8.0, stroke_width=2.0)
+    dark = img < 250
+    assert 0 < dark.sum() <= 16  # a round cap of 2 px, not a bar across the canvas
+    ys, xs = np.nonzero(dark)
+    assert abs(ys.mean() - img.shape[0] / 2) < 2 and abs(xs.mean() - img.shape[1] / 2) < 2
+
+
+def test_a_line_with_jitter_across_it_stays_a_line():
+    img = render_ink(ink([(0.0, 10.0), (100.0, 10.0 + 1e-9)]), margin=8.0, stroke_width=2.0)
+    rows = np.nonzero((img < 250).any(axis=1))[0]
+    assert len(rows) <= 4  # a 2 px line, not stretched into a slope

@@ -138,3 +138,14 @@ def test_crohme_cleaning_and_help(tmp_path, capsys):
         main(["--help"])
     assert exc.value.code == 0 and "Exit status" in capsys.readouterr().out
 
+
+
+@pytest.mark.parametrize("head,what", [(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "a PNG image"),
+                                       (b"PK\x03\x04" + b"\x00" * 200, "a zip archive"),
+                                       (bytes(range(32)) * 40, "binary data")])
+def test_a_binary_file_is_refused_with_one_line(tmp_path, capsys, head, what):
+    f = tmp_path / "image.png"
+    f.write_bytes(head)
+    assert main([str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == err.splitlines()[0] and "image.png" in err and what in err

@@ -263,3 +263,15 @@ def test_a_killed_checkpoint_write_leaves_no_stray_file(tmp_path):
     stray.write_bytes(b"half a checkpoint")
     save_checkpoint(tmp_path / "ckpt.pt", {"train_config": {}, "model": {}, "vocab": {}, "step": 0})
     assert not stray.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
+
+
+def test_a_resume_with_a_changed_schedule_says_so(micro_data, tmp_path, capsys):
+    from train.trainer import train
+
+    train(micro_cfg(micro_data, tmp_path / "run", "max_steps=3"))
+    capsys.readouterr()
+    train(micro_cfg(micro_data, tmp_path / "run", "max_steps=5"))
+    out = capsys.readouterr().out
+    assert "changed schedule (max_steps 3 -> 5)" in out
+    train(micro_cfg(micro_data, tmp_path / "run", "max_steps=5"))
+    assert "changed schedule" not in capsys.readouterr().out

@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Iterable, Sequence
 
 from .chunkcheck import ChunkResult, check_chunk, position_key
-from .corpus import FORMATS, Line, Skipped, open_source, read_corpus
+from .corpus import FORMATS, Line, NotACorpus, Skipped, open_source, read_corpus, refuse_binary
 from .errors import LatexError
 from .grammar import check_valid
 from .lexer import detokenize, squeeze_whitespace, tokenize
@@ -405,8 +405,9 @@ def check_sources(names: Iterable[str], checker: CorpusCheck, fmt: str = "auto",
     start = time.perf_counter()
     for name in names:
         stream, display = open_source(name)
-        checker.files.append(display)
         try:
+            refuse_binary(stream, display)
+            checker.files.append(display)
             records = read_corpus(stream, display, fmt)
             if progress:
                 from tqdm import tqdm
@@ -473,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
         check_sources(args.files, checker, args.format, progress=progress)
     except OSError as exc:
         print(f"error: cannot read {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except NotACorpus as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     report = checker.report(top=args.top)
     if args.vocab_out:

@@ -128,6 +128,27 @@ def _unquote(field: str) -> str:
     return field[1:-1].replace('""', '"')
 
 
+BINARY_MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image",
+                b"%PDF": "a PDF", b"PK\x03\x04": "a zip archive", b"\x1f\x8b": "a gzip file",
+                b"BM": None, b"\x7fELF": "an executable"}
+
+
+class NotACorpus(ValueError):
+    """A file that is binary (an image, an archive, ...) rather than lines of LaTeX."""
+
+
+def refuse_binary(stream: BinaryIO, display: str) -> None:
+    """Raise NotACorpus if the stream starts like a binary file: a known magic number or NUL bytes."""
+    head = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
+    for magic, what in BINARY_MAGIC.items():
+        if what and head.startswith(magic):
+            raise NotACorpus(f"{display}: {what}, not a corpus of LaTeX lines")
+    control = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13))
+    if head and control > 0.1 * len(head):  # a stray control byte is one bad line; this many is not text
+        raise NotACorpus(f"{display}: binary data ({control} control bytes in the first {len(head)}), "
+                         f"not a corpus of LaTeX lines")
+
+
 def open_source(name: str) -> tuple[BinaryIO, str]:
     """(binary stream, display name); '-' is standard input. Raises OSError for a missing file."""
     if name == "-":

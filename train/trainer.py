@@ -28,6 +28,7 @@ from .config import TrainConfig, from_dict, to_dict
 from .data import ShardDataset, collate, epoch_batches, load_split_data
 from .inference import vocab_from_dict, vocab_to_dict
 
+SCHEDULE_KEYS = ("lr", "warmup_steps", "schedule", "min_lr_ratio", "epochs", "max_steps", "max_minutes", "batch_size")
 PEAK_BF16_FLOPS = {"H200": 790e12, "H100": 790e12, "A100": 312e12, "V100": 125e12, "L4": 121e12}
 
 
@@ -159,6 +160,13 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         raise ValueError(f"{ckpt_path}: the checkpoint's model config differs from this run's; "
                          f"use another --out or --fresh")
 
+    if state is not None and is_main:
+        saved = state["train_config"]
+        changed = {k: (saved.get(k), getattr(cfg, k)) for k in SCHEDULE_KEYS if saved.get(k) != getattr(cfg, k)}
+        if changed:
+            what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
+            log(f"[train] note: resuming {ckpt_path} at step {state['step']} with a changed schedule ({what}); "
+                f"the learning rate follows the new schedule from here (use --fresh to start over)")
     data = load_split_data(Path(cfg.data) / cfg.train_split, vocab, mcfg.max_len, drop_invalid=cfg.drop_invalid,
                            forest_depths=mcfg.forest_depths, normalized=cfg.normalize_labels)
     if not len(data.rows):
