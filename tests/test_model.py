@@ -248,3 +248,106 @@ def test_decoder_position_tables_start_at_the_embedding_scale():
     assert near > far  # neighbours start out similar: the point of the sin-cos start
     with pytest.raises(ValueError, match="unknown position init"):
         position_table(8, 16, "zeros")
+
+
+def test_independent_masking_draws_each_stream_on_its_own():
+    g = torch.Generator().manual_seed(0)
+    sym = torch.randint(3, 20, (4000, 50), generator=g)
+    mod = torch.randint(3, 7, (4000, 50), generator=g)
+    msym, mmod, mask = mask_view(sym, mod, 10, g, mode="independent")
+    ms, mm = msym == MASK, mmod == MASK
+    assert torch.equal(ms, mask) and torch.equal(msym[~ms], sym[~ms]) and torch.equal(mmod[~mm], mod[~mm])
+    assert not torch.equal(ms, mm)
+    # t ~ U(0, 1): the overall rate is 1/2, per-sample rates cover (0, 1) continuously
+    assert abs(ms.float().mean().item() - 0.5) < 0.02 and abs(mm.float().mean().item() - 0.5) < 0.02
+    # the streams share t: a sample's two rates agree, though the positions differ
+    assert torch.corrcoef(torch.stack([ms.float().mean(1), mm.float().mean(1)]))[0, 1] > 0.9
+    assert len(torch.unique(ms.float().mean(1))) > 40  # not a handful of k/T levels
+    with pytest.raises(ValueError, match="mask mode"):
+        mask_view(sym, mod, 10, g, mode="sideways")
+
+
+def test_detached_kl_sends_no_gradient_into_its_target():
+    torch.manual_seed(0)
+    p = torch.randn(2, 6, 9, requires_grad=True)
+    q = torch.randn(2, 6, 9, requires_grad=True)
+    _kl_per_position(p, q, detach_p=True).sum().backward()
+    assert p.grad is None or p.grad.abs().max() == 0
+    assert q.grad.abs().max() > 0
+    p2, q2 = p.detach().clone().requires_grad_(), q.detach().clone().requires_grad_()
+    _kl_per_position(p2, q2).sum().backward()
+    assert p2.grad.abs().max() > 0  # without detach both sides learn
+    assert torch.allclose(_kl_per_position(p, q, True), _kl_per_position(p, q))  # same value either way
+
+
+class RandomDecoder(torch.nn.Module):
+    """Fresh random logits on every call: any token a sampler keeps, it kept on purpose."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.max_len, self.g = n, torch.Generator().manual_seed(5)
+
+    def forward(self, sym, mod, mem_kv):
+        b, n = sym.shape
+        return {"sym": torch.randn(b, n, 20, generator=self.g) + 3 * (torch.arange(20) >= 3),
+                "mod": torch.randn(b, n, 7, generator=self.g)}
+
+
+def test_keep_visible_sampler_changes_only_positions_it_masked():
+    n, T = 12, 6
+    mem_kv = [(torch.zeros(4, 1, 1, 1), torch.zeros(4, 1, 1, 1))]
+    for keep in (True, False):
+        history: list = []
+        sample_remask(RandomDecoder(n), mem_kv, T, torch.Generator().manual_seed(3), history=history,
+                      keep_visible=keep)
+        replay = torch.Generator().manual_seed(3)  # the sampler's only draws: one re-mask per step
+        unchanged_where_visible = []
+        for k in range(T - 1):
+            remask = torch.rand(4, n, generator=replay) < (T - 1 - k) / T
+            prev, nxt = history[k][0], history[k + 1][0]
+            live = (prev != PAD) & (nxt != PAD)
+            unchanged_where_visible.append(bool((prev == nxt)[~remask & live].all()))
+        assert all(unchanged_where_visible) == keep
+
+
+def test_reader_loss_scores_the_label_and_its_end_only():
+    from model.aux_reader import SATCausalReader, reader_loss
+
+    torch.manual_seed(0)
+    reader = SATCausalReader(20, 7, 8, 32, 1, 2, 32)
+    memory = torch.randn(2, 5, 32)
+    sym = torch.tensor([[5, 6, 7, PAD, PAD, PAD, PAD, PAD], [5, 6, 7, 8, 9, PAD, PAD, PAD]])
+    mod = torch.full_like(sym, 3).masked_fill(sym == PAD, PAD)
+    base = reader_loss(reader, memory, sym, mod)
+    # what follows the first PAD is never scored; the label positions are
+    tail, tail_mod = sym.clone(), mod.clone()
+    tail[0, 4:], tail_mod[0, 4:] = 9, 4  # row 0 ends at position 3: garbage after its first PAD
+    assert torch.allclose(reader_loss(reader, memory, tail, tail_mod), base)
+    moved = sym.clone()
+    moved[0, 2] = 8  # a label position is scored
+    assert not torch.allclose(reader_loss(reader, memory, moved, mod), base)
+    # causal: changing a later position does not change the logits at earlier ones
+    out_a = reader(memory, sym, mod)["sym"]
+    changed = sym.clone()
+    changed[1, 3] = 10
+    out_b = reader(memory, changed, mod)["sym"]
+    assert torch.allclose(out_a[1, :4], out_b[1, :4], atol=1e-6) and not torch.allclose(out_a[1, 4:], out_b[1, 4:])
+
+
+def test_diffusion_grad_scale_changes_the_encoder_gradient_not_the_loss():
+    torch.manual_seed(0)
+    cfg = tiny_cfg(aux_reader_weight=0.0)
+    model = build_model(cfg)
+    images = torch.rand(2, 1, 32, 64)
+    sym = torch.randint(3, 20, (2, 12))
+    batch = {"symbols": sym, "modifiers": torch.randint(3, 7, (2, 12))}
+    grads, losses = [], []
+    for scale in (1.0, 0.25, 0.0):
+        model.cfg.diffusion_enc_grad = scale
+        model.zero_grad()
+        loss = model.loss(images, batch, torch.Generator().manual_seed(1))["loss"]
+        loss.backward()
+        losses.append(float(loss.detach()))
+        grads.append(model.encoder.blocks[0].attn.q.weight.grad.clone())
+    assert losses[0] == pytest.approx(losses[1]) == pytest.approx(losses[2])
+    assert torch.allclose(grads[1], 0.25 * grads[0], atol=1e-6) and grads[2].abs().max() == 0
