@@ -1,6 +1,6 @@
 """Batch-1 decoding speed on one encoder: diffusion T=1/10/50 (re-mask and mask-predict) vs AR greedy.
 
-TRAINING.md's FPS protocol: batch size 1, warm-up, synchronize around each image, no data loading;
+docs/training.md's FPS protocol: batch size 1, warm-up, synchronize around each image, no data loading;
 per-image ms and the per-step cost. With checkpoints (--ckpt, --ar-ckpt) real test images are decoded
 and the AR decoder stops at its own EOS; without, random weights are used and the AR decoder is run
 for exactly --ar-tokens steps (the mean label length of the test set), so both sides do the work a

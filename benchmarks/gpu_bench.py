@@ -2,7 +2,7 @@
 
 1. Training throughput (images/s) and MFU of the `paper` config (ViT-S/8 224x224, 5-layer decoder,
    RMML, batch 32) with bf16 autocast, eager and torch.compile'd, on random images and labels.
-2. Batch-1 FPS at T=1/10/50 (re-mask sampler) vs AR greedy on the same encoder (TRAINING.md protocol:
+2. Batch-1 FPS at T=1/10/50 (re-mask sampler) vs AR greedy on the same encoder (docs/training.md protocol:
    warm-up, synchronize around each image, no data loading), eager.
 3. The loss of a short real run when --data points at carried shards (python -m train.run --config
    paper with a step budget).

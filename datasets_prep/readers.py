@@ -1,6 +1,6 @@
 """Read InkML files as MathWriting and CROHME really write them, safely, into `Ink` records.
 
-Every quirk in docs/FORMATS.md is handled here, once, so the converter, the demo and the predict CLI
+Every quirk in docs/formats.md is handled here, once, so the converter, the demo and the predict CLI
 see the same `Ink`. Parsing is lxml in recover mode (CROHME's `xml:id="=_1"` values make strict
 parsers reject nearly every file) but with entities, DTDs and network access off and the libxml2
 size limits on; a recovered error that could have lost content (truncation, a bad tag, an undefined

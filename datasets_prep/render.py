@@ -6,7 +6,7 @@ buffer in cairo's `cairo_path_data_t` layout), so the cost is one call per ink, 
 The ink is scaled uniformly to fit (aspect ratio kept, as every HMER pipeline does) and centred;
 a single-point stroke becomes a dot; an ink with no extent is a centred dot.
 
-Defaults are for GryphOne's 224x224 input: a formula there is a ~60 px band (docs/FORMATS.md), and
+Defaults are for GryphOne's 224x224 input: a formula there is a ~60 px band (docs/formats.md), and
 strokes of 1 px come out grey and broken while 1.5-2 px anti-aliased strokes read well, so the
 default is 2.0 px, with an 8 px margin that keeps round caps off the border. The output is a pure
 function of (ink, size, stroke_width, margin): identical input gives identical bytes.

@@ -1,4 +1,4 @@
-"""datasets_prep.readers: every quirk of docs/FORMATS.md, the InkML point grammar, and the real files."""
+"""datasets_prep.readers: every quirk of docs/formats.md, the InkML point grammar, and the real files."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -221,7 +221,7 @@ def test_flops_match_training_md_for_the_paper_encoder():
     enc_only = flops_per_image(ModelConfig(num_symbols=200, num_modifiers=100, dec_depth=0), train=False)
     assert abs(enc_only / 1e9 - 44.6) / 44.6 < 0.03
     total = flops_per_image(cfg, train=True) / 1e9
-    assert 140 < total < 180  # TRAINING.md: ~173 GFLOP per image with both views (we cache memory K/V once)
+    assert 140 < total < 180  # docs/training.md: ~173 GFLOP per image with both views (we cache memory K/V once)
 
 
 def test_kl_scale_zero_leaves_only_the_two_ce_terms():

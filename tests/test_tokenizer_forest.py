@@ -1,4 +1,4 @@
-"""Position-forest labels from the validated parse (SAT.md §7): aligned with SAT, never hanging."""
+"""Position-forest labels from the validated parse (docs/sat.md §7): aligned with SAT, never hanging."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Lexing: MathWriting's token classes with its failures fixed (SAT.md §1, §3)."""
+"""Lexing: MathWriting's token classes with its failures fixed (docs/sat.md §1, §3)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Metrics (SAT.md §6): corpus-level CER, EM/ExpRate, symbol and structure error rates."""
+"""Metrics (docs/sat.md §6): corpus-level CER, EM/ExpRate, symbol and structure error rates."""
 from __future__ import annotations
 
 import pytest

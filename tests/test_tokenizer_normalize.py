@@ -1,4 +1,4 @@
-"""Normalization (SAT.md §5): canonical, idempotent, a no-op on MathWriting-style normalized labels."""
+"""Normalization (docs/sat.md §5): canonical, idempotent, a no-op on MathWriting-style normalized labels."""
 from __future__ import annotations
 
 import pytest

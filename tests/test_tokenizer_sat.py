@@ -1,4 +1,4 @@
-"""SAT-L: every SAT.md §3 case with its expected positions, and the round-trip properties of §2."""
+"""SAT-L: every docs/sat.md §3 case with its expected positions, and the round-trip properties of §2."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Validation (SAT.md §4): errors name the token position and what was expected."""
+"""Validation (docs/sat.md §4): errors name the token position and what was expected."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Position-forest labels (PosFormer, ECCV 2024) derived from the validated parse (SAT.md §7).
+"""Position-forest labels (PosFormer, ECCV 2024) derived from the validated parse (docs/sat.md §7).
 
 Each visible symbol gets a path of M (same level), L (superscript, numerator, root index, text above
 an arrow) and R (subscript, denominator, radicand, text below an arrow); nesting level is

@@ -1,4 +1,4 @@
-"""Validation: a small recursive-descent parse of a token list with an explicit arity table (SAT.md §4).
+"""Validation: a small recursive-descent parse of a token list with an explicit arity table (docs/sat.md §4).
 
 validate(tokens) returns the parse (a list of nodes; a plain int is a one-token atom) or raises
 LatexError naming the token position and what was expected. The parse also feeds position_forest.

@@ -1,4 +1,4 @@
-"""LaTeX string <-> token list: MathWriting's token classes, with its failures fixed (SAT.md §1).
+"""LaTeX string <-> token list: MathWriting's token classes, with its failures fixed (docs/sat.md §1).
 
 One compiled regex scan does the work. A command is `\\name` (ASCII letters), `\\` + one character,
 or one of the merged forms `\\begin{env}`, `\\end{env}`, `\\mathbb{X}`, `\\operatorname*`; every other

@@ -1,4 +1,4 @@
-"""Recognition metrics, defined once (SAT.md §6) and reused by training and evaluation.
+"""Recognition metrics, defined once (docs/sat.md §6) and reused by training and evaluation.
 
 - cer: MathWriting's corpus-level character error rate, sum(edit distance) / sum(reference length)
   over LaTeX tokens (MathWriting's token classes, see tokenizer.lexer; whitespace in math mode is not

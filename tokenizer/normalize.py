@@ -1,4 +1,4 @@
-"""Label normalization (SAT.md §5): one canonical spelling per handwritten expression. Off unless asked.
+"""Label normalization (docs/sat.md §5): one canonical spelling per handwritten expression. Off unless asked.
 
 MathWriting's normalizedLabel rules are not published; these are derived from its labels and made a
 no-op on them wherever possible: synonyms to one command (`\\to` -> `\\rightarrow`, `\\dfrac` ->

@@ -1,4 +1,4 @@
-"""SAT-L: lossless alignment of invisible modifiers to visible symbols (SAT.md §2).
+"""SAT-L: lossless alignment of invisible modifiers to visible symbols (docs/sat.md §2).
 
 Each position is (pre, sym, post). Between two symbols, the left symbol's post is the longest
 leading run of closers (`}`); the rest of the run is the right symbol's pre. The run before the first

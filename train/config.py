@@ -3,7 +3,7 @@
 Presets (`--config NAME`):
   micro       64x64, 2+2 layers, length 32: unit tests and overfit checks (tens of ms a step on CPU)
   demo        the README demo: synthetic inks written by datasets_prep.synth, a few CPU minutes
-  tiny        TRAINING.md's TINY: 224x224, patch 16, width 128, 4+2 layers, length 150
+  tiny        docs/training.md's TINY: 224x224, patch 16, width 128, 4+2 layers, length 150
   crohme-cpu  the CPU reference run on CROHME shards (train on train, evaluate on test2014/test2016)
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3, 60 epochs, RMML
 Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10`.

@@ -2,7 +2,7 @@
 
 Shared by evaluation, prediction, the demo and the benchmarks, so every path decodes the same way:
 ids -> LaTeX through the vocabulary saved in the checkpoint (scores are computed on decoded LaTeX,
-never on raw modifier ids, as SAT.md requires).
+never on raw modifier ids, as docs/sat.md requires).
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def _peak_flops(device: torch.device) -> float | None:
 
 
 def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """No weight decay on norms, biases, embeddings and position tables (TRAINING.md)."""
+    """No weight decay on norms, biases, embeddings and position tables (docs/training.md)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:

@@ -1,6 +1,6 @@
 """Rebuild synthetic inks the official MathWriting way: real glyphs placed into LaTeX-compiler boxes.
 
-Inputs (from the MathWriting release, see docs/FORMATS.md):
+Inputs (from the MathWriting release, see docs/formats.md):
   symbols.jsonl          {"sourceSampleId", "strokeIndices": [...], "label"}: a glyph is those
                          strokes of train/<sourceSampleId>.inkml
   synthetic-bboxes.jsonl {"label", "normalizedLabel", "bboxes": [{"token", "xMin", "yMin", "xMax",
