@@ -275,3 +275,11 @@ def test_a_resume_with_a_changed_schedule_says_so(micro_data, tmp_path, capsys):
     assert "changed schedule (max_steps 3 -> 5)" in out
     train(micro_cfg(micro_data, tmp_path / "run", "max_steps=5"))
     assert "changed schedule" not in capsys.readouterr().out
+
+
+def test_shards_for_another_canvas_are_one_clear_error_at_start(micro_data, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "train.run", "--config", "micro", "--data", str(micro_data),
+                           "--out", str(tmp_path / "run"), "model.image_size=32x32"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "the shards are 64x64 images but model.image_size is 32x32" in proc.stderr

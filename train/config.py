@@ -2,11 +2,13 @@
 
 Presets (`--config NAME`):
   micro       64x64, 2+2 layers, length 32: unit tests and overfit checks (tens of ms a step on CPU)
-  demo        the README demo: synthetic inks written by datasets_prep.synth, a few CPU minutes
-  tiny        docs/training.md's TINY: 224x224, patch 16, width 128, 4+2 layers, length 150
-  crohme-cpu  the CPU reference run on CROHME shards (train on train, evaluate on test2014/test2016)
-  paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3, 60 epochs, RMML
-Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10`.
+  demo        the README demo: synthetic inks written by datasets_prep.synth, two stages, minutes on a CPU
+  tiny        224x224, patch 16, width 128, 4+2 layers, length 150: a smoke run of the paper's canvas
+  crohme-cpu  the CPU reference run on CROHME shards (two stages; evaluate on test2014/test2016)
+  paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
+              60 epochs, RMML, with the official implementation's masking, KL and sampler
+Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0`;
+`python -m train.run --config NAME --show-config` prints every key with its value.
 """
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ class TrainConfig:
 def _micro() -> TrainConfig:
     m = ModelConfig(image_size=(64, 64), patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
-    return TrainConfig(name="micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
+    return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
                        log_every=50, ckpt_every=0, eval_T=(1, 10), eval_seeds=1, num_workers=0,
                        eval_splits=("train",))
 
@@ -97,7 +99,7 @@ def _demo() -> TrainConfig:
 def _tiny() -> TrainConfig:
     m = ModelConfig(image_size=(224, 224), patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
                     dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
-    return TrainConfig(name="tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
+    return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
                        max_steps=2000, eval_T=(1, 10))
 
 

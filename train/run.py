@@ -122,13 +122,19 @@ def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import config as config_module
+
     ap = argparse.ArgumentParser(prog="python -m train.run", description=__doc__.split("\n\n")[0],
-                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 epilog=__doc__.split("\n\n", 1)[1] + "\n" + config_module.__doc__.split("\n\n", 1)[1]
+                                 + "\nExit status: 0 done; 1 an error (named file and cause); 2 bad command line.",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="demo", choices=sorted(PRESETS), help="preset (default: demo)")
     ap.add_argument("--data", default=None, help="shard root (datasets_prep.inkml --out)")
     ap.add_argument("--out", default=None, help="run folder")
     ap.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint in --out")
     ap.add_argument("--no-eval", action="store_true", help="train only")
+    ap.add_argument("--show-config", action="store_true",
+                    help="print the resolved config (every override key with its value) and exit")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides (dotted keys)")
     args = ap.parse_intermixed_args(argv)
     try:
@@ -141,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg.out = args.out
     if cfg.model.kind == "ar" and args.out is None:
         cfg.out += "-ar"
+    if args.show_config:
+        from .config import to_dict
+
+        print(json.dumps(to_dict(cfg), indent=1))
+        return 0
     is_main = int(os.environ.get("RANK", "0")) == 0
     t0 = time.time()
     try:

@@ -172,6 +172,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
     if not len(data.rows):
         raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
     dataset = ShardDataset(data, mcfg.image_size)
+    _check_canvas(dataset, Path(cfg.data) / cfg.train_split, tuple(mcfg.image_size))
 
     model = build_model(mcfg)
     if state is None and mcfg.encoder_init:
@@ -312,6 +313,24 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         dist.barrier()
         dist.destroy_process_group()
     return ckpt_path
+
+
+def _check_canvas(dataset: ShardDataset, where: Path, size: tuple[int, int]) -> None:
+    """One clear error at the start when the shards were made for another canvas than the model's."""
+    import io
+
+    from PIL import Image
+
+    cell = dataset.images[int(dataset.data.rows[0])].as_py()
+    png = cell["bytes"] if isinstance(cell, dict) else cell
+    try:
+        with Image.open(io.BytesIO(png)) as im:
+            w, h = im.size
+    except Exception:  # a corrupt first image is reported by the loader with its sample name
+        return
+    if (h, w) != size:
+        raise ValueError(f"{where}: the shards are {h}x{w} images but model.image_size is {size[0]}x{size[1]}; "
+                         f"convert with `--size {size[0]}x{size[1]}` or train with model.image_size={h}x{w}")
 
 
 def _vocab_size(vocab) -> str:
