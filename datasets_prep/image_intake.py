@@ -132,7 +132,7 @@ def fit_to_canvas(dark: np.ndarray, size: tuple[int, int], margin: float = DEFAU
     return canvas
 
 
-def image_to_canvas(data: bytes, size: tuple[int, int], *, binarize: bool = False,
+def image_to_canvas(data: bytes, size: tuple[int, int], *, binarize: bool = False, margin: float = DEFAULT_MARGIN,
                     max_pixels: int = MAX_PIXELS) -> np.ndarray:
     """Image file bytes -> the model's input, float32 [H, W] with ink = 1; ImageError on anything unusable."""
-    return fit_to_canvas(ink_darkness(to_gray_on_white(decode(data, max_pixels)), binarize), size)
+    return fit_to_canvas(ink_darkness(to_gray_on_white(decode(data, max_pixels)), binarize), size, margin)

@@ -283,3 +283,29 @@ def test_shards_for_another_canvas_are_one_clear_error_at_start(micro_data, tmp_
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "the shards are 64x64 images but model.image_size is 32x32" in proc.stderr
+
+
+def test_predict_builds_for_an_inkml_file_the_tensor_training_reads(tmp_path):
+    """Shards made with non-default render settings: predict must draw the file the same way."""
+    from datasets_prep.inkml import convert
+    from datasets_prep.synth import generate
+    from train.data import ShardDataset, load_split_data
+    from train.inference import load_model
+    from train.predict import load_input
+    from train.trainer import train
+
+    root = tmp_path / "styled"
+    generate(0, root / "ink", labels=["x^{2}+1", "\\frac{a}{b}"], seed=5, fmt="mathwriting", split="train")
+    convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(64, 64), workers=1, progress=False,
+            stroke_width=3.5, margin=5.0, antialias="best")
+    ckpt = train(micro_cfg(root / "shards", tmp_path / "run", "max_steps=1"))
+    model, vocab, mcfg, state = load_model(ckpt)
+    assert state["render"] == {"size": [64, 64], "stroke_width": 3.5, "margin": 5.0, "antialias": "best"}
+    data = load_split_data(root / "shards" / "train", vocab, mcfg.max_len, keep_all=True)
+    dataset = ShardDataset(data, mcfg.image_size)
+    paths = data.table.column("path").to_pylist()
+    for i in range(len(dataset)):
+        ink_file = root / "ink" / paths[int(data.rows[i])]
+        got, reference = load_input(ink_file, mcfg.image_size, render=state["render"])
+        assert torch.equal(got, dataset[i]["image"]), ink_file
+        assert reference == dataset[i]["latex"]

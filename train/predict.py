@@ -26,8 +26,12 @@ from .inference import DecoderSpec, load_model, recognize
 MAX_INKML_BYTES = 64 * 1024 * 1024
 
 
-def load_input(path: Path, size: tuple[int, int], binarize: bool = False) -> tuple[torch.Tensor, str | None]:
-    """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause."""
+def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
+               render: dict | None = None) -> tuple[torch.Tensor, str | None]:
+    """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause.
+
+    render: the shards' render settings (stroke_width, margin, antialias) saved in the checkpoint, so
+    an InkML file is drawn exactly as the training images were; the converter's defaults otherwise."""
     from datasets_prep.image_intake import ImageError, image_to_canvas
 
     if path.stat().st_size > MAX_INKML_BYTES and path.suffix.lower() == ".inkml":
@@ -50,10 +54,12 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False) -> tup
                 break
             except (InkError, ValueError):
                 continue
-        arr = (255 - render_ink(ink, size=size)).astype("float32") / 255.0
+        style = {k: render[k] for k in ("stroke_width", "margin", "antialias") if k in render} if render else {}
+        arr = (255 - render_ink(ink, size=size, **style)).astype("float32") / 255.0
         return torch.from_numpy(arr)[None], reference
     try:
-        return torch.from_numpy(image_to_canvas(data, size, binarize=binarize))[None], None
+        margin = {"margin": render["margin"]} if render and "margin" in render else {}
+        return torch.from_numpy(image_to_canvas(data, size, binarize=binarize, **margin))[None], None
     except ImageError as exc:
         raise ValueError(str(exc)) from None
 
@@ -79,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        model, vocab, mcfg, _ = load_model(args.ckpt, args.device)
+        model, vocab, mcfg, state = load_model(args.ckpt, args.device)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -89,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in args.files:
         try:
-            image, reference = load_input(path, mcfg.image_size, args.binarize)
+            image, reference = load_input(path, mcfg.image_size, args.binarize, state.get("render"))
         except (ValueError, OSError) as exc:
             print(f"{path}: skipped: {exc}", file=sys.stderr)
             failed += 1

@@ -315,6 +315,19 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
     return ckpt_path
 
 
+RENDER_KEYS = ("size", "stroke_width", "margin", "antialias")
+
+
+def render_settings(data_root: Path) -> dict | None:
+    """How the shards' images were made (datasets_prep writes them to summary.json), so prediction
+    renders a new ink exactly the same way; None for shards that do not say."""
+    try:
+        opts = json.loads((Path(data_root) / "summary.json").read_text())["options"]
+        return {k: opts[k] for k in RENDER_KEYS}
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _check_canvas(dataset: ShardDataset, where: Path, size: tuple[int, int]) -> None:
     """One clear error at the start when the shards were made for another canvas than the model's."""
     import io
@@ -345,6 +358,6 @@ def _save(path, cfg, vocab, model, ema, opt, step, epoch, batch_in_epoch, device
         "train_config": to_dict(cfg), "vocab": vocab_to_dict(vocab), "model": model.state_dict(),
         "ema": ema.state_dict() if ema is not None else None, "optimizer": opt.state_dict(),
         "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "rng": rng, "world": world,
-        "train_seconds": seconds,
+        "train_seconds": seconds, "render": render_settings(Path(cfg.data)),
         "torch": str(torch.__version__), "python": sys.version.split()[0],
     })
