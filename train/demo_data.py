@@ -66,3 +66,28 @@ def prepare_demo_data(root: Path, image_size: tuple[int, int], splits: dict = DE
             progress=False)
     marker.write_text(json.dumps(wanted))
     return shards
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write another test set of the demo's world (a seed the demo never uses) to score a demo run on."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m train.demo_data", description=main.__doc__)
+    ap.add_argument("--out", required=True, type=Path, help="folder for ink/ and shards/")
+    ap.add_argument("--count", type=int, default=500, help="inks (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=7, help="label and writer seed (default: %(default)s; the demo "
+                                                        f"uses {sorted(s for _, s in DEMO_SPLITS.values())})")
+    ap.add_argument("--size", default="64x256", help="canvas HxW (default: %(default)s, the demo's)")
+    args = ap.parse_args(argv)
+    if args.seed in {s for _, s in DEMO_SPLITS.values()}:
+        ap.error(f"seed {args.seed} is one the demo trains or tests on")
+    from datasets_prep.render import parse_size
+
+    prepare_demo_data(args.out, parse_size(args.size), splits={"test": (args.count, args.seed)})
+    print(f"wrote {args.out}/shards/test; score a run with: python -m train.eval --ckpt runs/demo/ckpt.pt "
+          f"--data {args.out}/shards --splits test --T 1,10")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,8 +1,11 @@
 """Evaluate a checkpoint on shard splits: CER, EM, ExpRate <=1/<=2, symbol and structure error rates.
 
 Every sample of a split is scored (an unencodable or over-long reference still counts, as a miss the
-model cannot avoid); metrics come from `tokenizer.metrics`, computed on decoded LaTeX. The stochastic
-re-mask sampler is run over several seeds and reported as mean and spread.
+model cannot avoid); metrics come from `tokenizer.metrics`, computed on decoded LaTeX, raw and again
+after `tokenizer.normalize` on both sides (`*_normalized`; the table's ExpNorm), so spelling
+differences can be told from recognition errors. The stochastic re-mask sampler is run over several
+seeds and reported as mean and spread. `--json` keeps every prediction beside its reference, so any
+other scorer can be run on them. RawInv is the share of raw outputs that did not parse (repaired).
 
     python -m train.eval --ckpt runs/demo/ckpt.pt --data runs/demo/shards --splits test --T 1,10
 """
@@ -19,13 +22,25 @@ from pathlib import Path
 
 import torch
 
-from tokenizer import TokenVocab
+from tokenizer import LatexError, TokenVocab, normalize
 from tokenizer.metrics import score
 
 from .checkpoint import CheckpointError
 from .data import ShardDataset, ShardError, collate, load_split_data
 from .inference import DecoderSpec, load_model, recognize
 from .valid_decode import is_valid
+
+
+NORMALIZED_KEYS = ("em", "exprate_le1", "exprate_le2", "cer")
+
+
+def _normalized(latex: str) -> str:
+    """tokenizer.normalize applied to a reference or a prediction alike (unchanged if it cannot parse):
+    scores that do not depend on spelling (`x^2` vs `x^{2}`, `\\le` vs `\\leq`)."""
+    try:
+        return normalize(latex)
+    except LatexError:
+        return latex
 
 
 def default_specs(vocab, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
@@ -61,6 +76,8 @@ def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[D
         hyps = decode_split(model, vocab, dataset, spec, batch_size, stats)
         elapsed = time.perf_counter() - t0
         metrics = score(refs, hyps)
+        normed = score([_normalized(r) for r in refs], [_normalized(h) for h in hyps])
+        metrics.update({f"{k}_normalized": v for k, v in normed.items() if k in NORMALIZED_KEYS})
         metrics["ms_per_image"] = 1000 * elapsed / max(1, len(refs))
         n = max(1, len(hyps))
         metrics["raw_invalid_rate"] = stats["raw_invalid"] / n    # the argmax output did not parse
@@ -84,12 +101,13 @@ def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[D
 def format_table(split: str, metrics: dict) -> str:
     lines = [f"{split}: {next(iter(metrics.values()))['n']:.0f} samples",
              f"  {'decoder':<18} {'ExpRate':>8} {'±seeds':>7} {'<=1':>7} {'<=2':>7} {'CER':>7} {'SymER':>7}"
-             f" {'StrER':>7} {'RawInv':>7} {'ms/img':>7}"]
+             f" {'StrER':>7} {'ExpNorm':>7} {'RawInv':>7} {'ms/img':>7}"]
     for name, m in metrics.items():
         spread = f"{100 * m['em_std']:.2f}" if "em_std" in m else "-"
         lines.append(f"  {name:<18} {100 * m['em']:>8.2f} {spread:>7} {100 * m['exprate_le1']:>7.2f}"
                      f" {100 * m['exprate_le2']:>7.2f} {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
-                     f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('raw_invalid_rate', 0):>7.2f}"
+                     f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('em_normalized', m['em']):>7.2f}"
+                     f" {100 * m.get('raw_invalid_rate', 0):>7.2f}"
                      f" {m['ms_per_image']:>7.1f}")
     return "\n".join(lines)
 
