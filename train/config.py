@@ -85,14 +85,14 @@ def _micro() -> TrainConfig:
 def _demo() -> TrainConfig:
     """A few CPU minutes on the project's own synthetic inks (~0.25 GFLOP per training image), in two
     stages: 1,000 steps of the AR reader train the encoder (and the decoder blocks GryphOne starts
-    from), then 1,200 GryphOne steps with the reader kept as an auxiliary loss (BENCHMARKS.md: each
+    from), then 1,500 GryphOne steps with the reader kept as an auxiliary loss (BENCHMARKS.md: each
     of the three measured separately). The RMML KL term is ramped in over 400 steps."""
     m = ModelConfig(image_size=(64, 256), patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
     return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
-                       weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1200, log_every=50,
+                       weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50,
                        eval_every=400, eval_limit=100, ckpt_every=400, eval_T=(1, 10), eval_seeds=2,
                        eval_splits=("test",), num_workers=1)
 
