@@ -1,6 +1,7 @@
 """Shared pytest fixtures: where the real data lives, and skipping cleanly when it is absent."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,3 +21,13 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+class Payload:
+    """Unpickling this runs `touch marker`: a crafted file that must never be loaded as objects."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))

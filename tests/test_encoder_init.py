@@ -12,6 +12,7 @@ import torch
 
 from model import EncoderInitError, ModelConfig, build_model, init_encoder
 from model.encoder import ViTEncoder
+from conftest import Payload
 
 
 def _timm_state(src: ViTEncoder) -> dict[str, torch.Tensor]:
@@ -121,21 +122,15 @@ def test_mismatched_weights_name_the_file_and_the_cause(pair, tmp_path):
         init_encoder(src, tmp_path / "bad.safetensors")
 
 
-class _Payload:
-    def __init__(self, marker: str):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
 
 
 def test_a_code_carrying_weight_file_is_refused_and_never_run(pair, tmp_path):
     src, _ = pair
     marker = tmp_path / "ran"
     raw = tmp_path / "evil.pkl"
-    raw.write_bytes(pickle.dumps({"blocks.0.norm1.weight": _Payload(str(marker))}))
+    raw.write_bytes(pickle.dumps({"blocks.0.norm1.weight": Payload(str(marker))}))
     zipped = tmp_path / "evil.pth"
-    torch.save({"model": {"x": _Payload(str(marker))}}, zipped)
+    torch.save({"model": {"x": Payload(str(marker))}}, zipped)
     for path in (raw, zipped):
         with pytest.raises(EncoderInitError, match=path.name):
             init_encoder(src, path)

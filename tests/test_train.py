@@ -15,6 +15,7 @@ import torch
 
 from train.checkpoint import CheckpointError, load_checkpoint
 from train.config import apply_overrides, from_dict, preset, to_dict
+from conftest import Payload
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -225,12 +226,6 @@ def test_a_bad_encoder_init_is_one_clear_error(micro_data, tmp_path):
     assert "dino.pth" in proc.stderr and "Traceback" not in proc.stderr
 
 
-class _Payload:
-    def __init__(self, marker: str):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
 
 
 def test_a_checkpoint_that_carries_code_is_refused_everywhere_and_never_runs(micro_data, tmp_path):
@@ -238,9 +233,9 @@ def test_a_checkpoint_that_carries_code_is_refused_everywhere_and_never_runs(mic
 
     marker = tmp_path / "payload-ran"
     raw = tmp_path / "raw.pt"
-    raw.write_bytes(pickle.dumps({"format": "gryphone-checkpoint-1", "x": _Payload(str(marker))}))
+    raw.write_bytes(pickle.dumps({"format": "gryphone-checkpoint-1", "x": Payload(str(marker))}))
     zipped = tmp_path / "zipped.pt"
-    torch.save({"format": "gryphone-checkpoint-1", "model": _Payload(str(marker))}, zipped)
+    torch.save({"format": "gryphone-checkpoint-1", "model": Payload(str(marker))}, zipped)
     for path in (raw, zipped):
         with pytest.raises(CheckpointError, match=f"{path.name}: refused"):
             load_checkpoint(path)
