@@ -186,11 +186,15 @@ def _confidence(out: dict[str, torch.Tensor], sym: torch.Tensor, mod: torch.Tens
 
 
 def _keep_final(final: dict | None, out: dict[str, torch.Tensor]) -> None:
-    """Store a step's log-probabilities [B, L, V] per head in `final` (the last call wins): what a
-    grammar repair of the output ranks its alternatives by."""
+    """Keep a step's logits in `final` (the last call wins; no work per step): a grammar repair of the
+    output ranks its alternatives by their log-probabilities, see final_log_probs."""
     if final is not None:
-        final["sym_logp"] = _no_mask(out["sym"]).log_softmax(-1)
-        final["mod_logp"] = _no_mask(out["mod"]).log_softmax(-1)
+        final["sym"], final["mod"] = out["sym"], out["mod"]
+
+
+def final_log_probs(final: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The last step's log-probabilities [B, L, V] per head (MASK excluded), from what _keep_final kept."""
+    return _no_mask(final["sym"]).log_softmax(-1), _no_mask(final["mod"]).log_softmax(-1)
 
 
 @torch.no_grad()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from model import ModelConfig, build_model
+from model.diffusion import final_log_probs
 from tokenizer import SATVocab, TokenVocab
 
 from .checkpoint import CheckpointError, load_checkpoint
@@ -99,6 +100,6 @@ def recognize(model, vocab, images: torch.Tensor, spec: DecoderSpec, history: li
         texts = ids_to_latex(vocab, (sym, mod))
         stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
         return texts
-    s_log, m_log = final["sym_logp"].float().cpu(), final["mod_logp"].float().cpu()
+    s_log, m_log = (t.cpu() for t in final_log_probs(final))
     return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats)
             for i, (s, m) in enumerate(zip(sym.tolist(), mod.tolist()))]

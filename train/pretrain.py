@@ -66,11 +66,10 @@ def decoder_from_reader(model, vocab, path: str | Path) -> dict:
     token_id = {t: i for i, t in enumerate(ar_vocab.tokens)}
     copied = {"blocks": 0, "symbols": 0, "modifiers": 0}
     targets = [model.decoder] + ([model.reader] if getattr(model, "reader", None) is not None else [])
+    blocks = {k[len("decoder."):]: v for k, v in weights.items() if k.startswith(("decoder.blocks.", "decoder.norm."))}
     with torch.no_grad():
         for dec in targets:
             own = dec.state_dict()
-            blocks = {k[len("decoder."):]: v for k, v in weights.items()
-                      if k.startswith(("decoder.blocks.", "decoder.norm."))}
             bad = [k for k, v in blocks.items() if k not in own or own[k].shape != v.shape]
             if bad:
                 raise CheckpointError(f"{path}: its decoder does not fit this one ({bad[:3]}; check dec_dim, "
