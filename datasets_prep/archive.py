@@ -80,17 +80,20 @@ class _CountingReader(io.RawIOBase):
         return n
 
 
-def iter_members(path: Path, max_bytes: int, on_read=None) -> Iterator[Member | InkError]:
+def iter_members(path: Path, max_bytes: int, on_read=None, wanted=None) -> Iterator[Member | InkError]:
     """Regular-file members in archive order; unsafe or unreadable ones as InkError records. A
     broken archive (truncated gzip, not an archive) ends the iteration with one InkError naming it
-    and the last good member: everything before it has been yielded."""
+    and the last good member: everything before it has been yielded.
+
+    `wanted(name) -> bool`, when given, skips the other members without reading their bytes (a
+    first pass that only needs the label files of an image archive)."""
     if path.name.lower().endswith(".zip"):
-        yield from _iter_zip(path, max_bytes)
+        yield from _iter_zip(path, max_bytes, wanted)
     else:
-        yield from _iter_tar(path, max_bytes, on_read)
+        yield from _iter_tar(path, max_bytes, on_read, wanted)
 
 
-def _iter_tar(path: Path, max_bytes: int, on_read) -> Iterator[Member | InkError]:
+def _iter_tar(path: Path, max_bytes: int, on_read, wanted=None) -> Iterator[Member | InkError]:
     last = "(start)"
     try:
         with open(path, "rb") as raw:
@@ -104,7 +107,7 @@ def _iter_tar(path: Path, max_bytes: int, on_read) -> Iterator[Member | InkError
                         yield e
                         continue
                     where = f"{path}:{name}"
-                    if m.isdir():
+                    if m.isdir() or (wanted is not None and not wanted(name)):
                         continue
                     if m.issym() or m.islnk():
                         yield InkError(where, "archive", f"member is a link (to {m.linkname!r}), not a file",
@@ -178,7 +181,7 @@ def _decompressed(f, path: Path):
     return contextlib.nullcontext(f)
 
 
-def _iter_zip(path: Path, max_bytes: int) -> Iterator[Member | InkError]:
+def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkError]:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
@@ -192,7 +195,7 @@ def _iter_zip(path: Path, max_bytes: int) -> Iterator[Member | InkError]:
                 yield e
                 continue
             where = f"{path}:{name}"
-            if info.is_dir():
+            if info.is_dir() or (wanted is not None and not wanted(name)):
                 continue
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, ImageFilter, UnidentifiedImageError
@@ -107,14 +108,26 @@ def _otsu(x: np.ndarray) -> float:
     return float(edges[int(np.argmax(between)) + 1])
 
 
-def fit_to_canvas(dark: np.ndarray, size: tuple[int, int], margin: float = DEFAULT_MARGIN) -> np.ndarray:
+@dataclass(frozen=True)
+class Fitted:
+    """A fitted image and the mapping used: canvas pixel = source pixel * scale + offset (as the
+    renderer records for inks), bbox = the ink's box in source pixels [x0, y0, x1, y1]."""
+
+    canvas: np.ndarray  # float32 [H, W], ink = 1 on 0
+    scale: float
+    offset: tuple[float, float]
+    bbox: tuple[float, float, float, float]
+
+
+def fit_image(dark: np.ndarray, size: tuple[int, int], margin: float = DEFAULT_MARGIN) -> Fitted:
     """Crop to the ink and fit it, aspect kept and centred, `margin` px from the border as
-    datasets_prep.render.fit places an ink; returns float32 [H, W], ink = 1 on 0."""
+    datasets_prep.render.fit places an ink."""
     ink = dark > INK_LEVEL
     if int(ink.sum()) < MIN_INK_PIXELS:
         raise ImageError("no ink found (an empty or blank canvas)")
     ys, xs = np.nonzero(ink)
-    crop = dark[ys.min(): ys.max() + 1, xs.min(): xs.max() + 1]
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
+    crop = dark[y0:y1, x0:x1]
     h, w = size
     # the crop includes the strokes' thickness, which the renderer's fit adds to the stroke centres'
     # box: the outer ink extent there is exactly the canvas less the margins
@@ -129,7 +142,12 @@ def fit_to_canvas(dark: np.ndarray, size: tuple[int, int], margin: float = DEFAU
     canvas = np.zeros((h, w), dtype=np.float32)
     top, left = (h - nh) // 2, (w - nw) // 2
     canvas[top: top + nh, left: left + nw] = resized
-    return canvas
+    return Fitted(canvas, float(scale), (left - x0 * scale, top - y0 * scale), (x0, y0, x1, y1))
+
+
+def fit_to_canvas(dark: np.ndarray, size: tuple[int, int], margin: float = DEFAULT_MARGIN) -> np.ndarray:
+    """`fit_image`'s canvas alone: float32 [H, W], ink = 1 on 0."""
+    return fit_image(dark, size, margin).canvas
 
 
 def image_to_canvas(data: bytes, size: tuple[int, int], *, binarize: bool = False, margin: float = DEFAULT_MARGIN,

@@ -300,31 +300,9 @@ def read_inkml(data: bytes, path: str, *, max_bytes: int = MAX_BYTES, max_points
     return ink
 
 
-SOURCES = ("mathwriting", "crohme")
-
-
 def target_label(ink: Ink, src: str, path: str = "") -> tuple[str, str]:
-    """(latex, latex_raw): the training target and the label as the file has it.
+    """(latex, latex_raw) of an ink from an InkML source: see `label` in
+    datasets_prep/sources/mathwriting.py and crohme.py."""
+    from . import sources
 
-    MathWriting: `normalizedLabel` (its ground truth), or `label` where that is missing (symbols/);
-    raw = `label`. CROHME: `truth` cleaned by `tokenizer.clean_crohme_truth` ($...$, entities,
-    whitespace); raw = `truth` as read. A missing or empty label raises InkError(stage="label").
-    """
-    ann = ink.annotations
-    if src == "mathwriting":
-        raw = ann.get("label")
-        target = ann.get("normalizedLabel", raw)
-        if target is None or not target.strip():
-            raise InkError(path, "label", "no normalizedLabel or label annotation", "no-label")
-        return target.strip(), (raw if raw is not None else target)
-    if src == "crohme":
-        raw = ann.get("truth")
-        if raw is None:
-            raise InkError(path, "label", "no truth annotation", "no-label")
-        from tokenizer import clean_crohme_truth
-
-        target = clean_crohme_truth(raw)
-        if not target.strip():
-            raise InkError(path, "label", f"truth annotation is empty ({raw!r})", "no-label")
-        return target, raw
-    raise ValueError(f"unknown source {src!r}; expected one of {SOURCES}")
+    return sources.get(src).label(ink, path)

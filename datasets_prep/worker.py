@@ -1,13 +1,15 @@
-"""One unit of work: a chunk of input files -> one shard file (or a few, over the byte cap).
+"""One unit of work: a chunk of items -> one shard file (or a few, over the byte cap).
 
-Runs in a worker process. Every input ends as a row or as a quarantine record; nothing raised by
-one file can stop the others. The shard is written atomically, so a killed run leaves either the
-whole shard or nothing, and the caller records completion only after the file is in place.
+Runs in a worker process and never asks which dataset it converts: the source module
+(datasets_prep/sources/) loads each item into a Sample, and the worker renders its ink or fits its
+raster with the same canvas and margin, checks its label with the tokenizer and writes the row.
+Every input ends as a row or as a quarantine record; nothing raised by one file can stop the others.
+The shard is written atomically, so a killed run leaves either the whole shard or nothing, and the
+caller records completion only after the file is in place.
 """
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .ink import Ink
-from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError, read_inkml, target_label
+from . import sources
+from .image_intake import ImageError, fit_image, ink_darkness
+from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAULT_STROKE_WIDTH, png_bytes, rasterize
 from .shards import MAX_SHARD_BYTES, schema, split_by_bytes, strokes_array, write_table
-from .sources import Item
+from .sources import Item, Sample
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Options:
     max_bytes: int = MAX_BYTES
     max_points: int = MAX_POINTS
     min_points: int = MIN_POINTS
+    binarize: bool = False  # image sources: Otsu-threshold the ink (camera photos, JPEG noise)
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -67,51 +71,6 @@ def shard_stem(index: int) -> str:
     return f"data-{index:05d}"
 
 
-def _glyph_ink(item: Item, opts: Options) -> Ink:
-    """A MathWriting symbol: the listed strokes of a train ink, labelled with the record's label."""
-    g = item.glyph
-    src = read_inkml(item.data, item.path, max_bytes=opts.max_bytes, max_points=opts.max_points, min_points=1)
-    n = src.num_strokes
-    bad = [i for i in g["strokeIndices"] if not 0 <= i < n]
-    if bad:
-        raise InkError(item.path, "symbols", f"stroke indices {bad} out of range for {g['sourceSampleId']} "
-                       f"({n} strokes)", "bad-stroke-index")
-    ann = {"label": g["label"], "sourceSampleId": g["sourceSampleId"],
-           "strokeIndices": json.dumps(g["strokeIndices"]), "splitTagOriginal": "symbols"}
-    ink = Ink(strokes=[src.strokes[i] for i in g["strokeIndices"]], annotations=ann)
-    if ink.num_points < opts.min_points:  # the same rule as for files (--min-points 1 keeps one-tap dots)
-        raise InkError(item.path, "traces", f"glyph has {ink.num_points} point(s), fewer than {opts.min_points}",
-                       "too-few-points")
-    return ink
-
-
-def _sample_id(item: Item, ink: Ink, src: str) -> str:
-    if item.glyph is not None:
-        return f"{item.id_prefix}{item.glyph['sourceSampleId']}-glyph{item.path.rsplit(':', 1)[-1]}"
-    if src == "mathwriting" and ink.annotations.get("sampleId"):
-        return item.id_prefix + ink.annotations["sampleId"].strip()
-    name = item.path  # already carries id_prefix
-    return name[:-6] if name.lower().endswith(".inkml") else name
-
-
-def _load(item: Item, opts: Options) -> Ink:
-    if item.glyph is not None:
-        return _glyph_ink(item, opts)
-    data = item.data
-    if data is None:
-        try:
-            with open(item.file, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > opts.max_bytes:
-                    raise InkError(item.path, "read", f"file is {size} bytes, over the limit of {opts.max_bytes}",
-                                   "too-large")
-                data = f.read()
-        except OSError as e:
-            raise InkError(item.path, "read", f"cannot read: {e.strerror or e}", "unreadable") from None
-    return read_inkml(data, item.path, max_bytes=opts.max_bytes, max_points=opts.max_points,
-                      min_points=opts.min_points)
-
-
 def convert_chunk(split: str, index: int, items: list[Item], split_dir: str, opts: Options) -> ChunkResult:
     """Convert items to rows, write the shard(s) for this chunk, return what happened."""
     from tokenizer import label_verdict  # imported here so a worker pays for it once, lazily
@@ -123,21 +82,18 @@ def convert_chunk(split: str, index: int, items: list[Item], split_dir: str, opt
     quarantine: list[dict] = []
     errors: Counter = Counter()
     invalid = 0
+    source = sources.get(opts.src)
     for item in items:
         try:
-            ink = _load(item, opts)
-            latex, raw = target_label(ink, opts.src, item.path)
-            verdict = label_verdict(latex)
+            sample = source.load(item, opts)
+            verdict = label_verdict(sample.latex)
             if verdict is not None:
                 invalid += 1
                 if opts.drop_invalid:
                     raise InkError(item.path, "label", f"invalid label dropped (--drop-invalid): {verdict}",
                                    "invalid-label")
-            try:
-                r = rasterize(ink, opts.size, opts.stroke_width, opts.margin, opts.antialias)
-            except ValueError as e:
-                raise InkError(item.path, "render", str(e), "render") from None
-            png = png_bytes(r.image)
+            image, geometry = _raster(item, sample, opts)
+            png = png_bytes(image)
         except InkError as e:
             quarantine.append(e.record())
             errors[f"{e.stage}:{e.kind}"] += 1
@@ -147,20 +103,21 @@ def convert_chunk(split: str, index: int, items: list[Item], split_dir: str, opt
             quarantine.append(rec)
             errors[f"internal:{type(e).__name__}"] += 1
             continue
+        ink = sample.ink
         cols["png"].append(png)
-        cols["latex"].append(latex)
-        cols["latex_raw"].append(raw)
+        cols["latex"].append(sample.latex)
+        cols["latex_raw"].append(sample.latex_raw)
         cols["label_error"].append(verdict)
-        cols["sample_id"].append(_sample_id(item, ink, opts.src))
+        cols["sample_id"].append(source.sample_id(item, sample))
         cols["path"].append(item.path)
-        cols["num_strokes"].append(ink.num_strokes)
-        cols["num_points"].append(ink.num_points)
-        cols["bbox"].append(list(r.bbox))
-        cols["scale"].append(r.scale)
-        cols["offset"].append(list(r.offset))
-        cols["annotations"].append(json.dumps(ink.annotations, ensure_ascii=False, sort_keys=True))
+        cols["num_strokes"].append(ink.num_strokes if ink is not None else None)
+        cols["num_points"].append(ink.num_points if ink is not None else None)
+        cols["bbox"].append(list(geometry[0]))
+        cols["scale"].append(geometry[1])
+        cols["offset"].append(list(geometry[2]))
+        cols["annotations"].append(json.dumps(sample.annotations, ensure_ascii=False, sort_keys=True))
         if opts.keep_ink:
-            inks.append(ink.strokes)
+            inks.append(ink.strokes if ink is not None else [])
 
     files, lengths, nbytes = [], [], 0
     n = len(cols["png"])
@@ -175,6 +132,20 @@ def convert_chunk(split: str, index: int, items: list[Item], split_dir: str, opt
     return ChunkResult(split=split, index=index, n_inputs=len(items), first_path=items[0].path if items else "",
                        last_path=items[-1].path if items else "", files=files, shard_lengths=lengths,
                        num_bytes=nbytes, quarantine=quarantine, invalid_labels=invalid, error_counts=dict(errors))
+
+
+def _raster(item: Item, sample: Sample, opts: Options) -> tuple[np.ndarray, tuple]:
+    """uint8 [H, W] black on white, and (bbox, scale, offset): an ink rendered, or a raster fitted."""
+    try:
+        if sample.ink is not None:
+            r = rasterize(sample.ink, opts.size, opts.stroke_width, opts.margin, opts.antialias)
+            return r.image, (r.bbox, r.scale, r.offset)
+        f = fit_image(ink_darkness(sample.pixels, opts.binarize), opts.size, opts.margin)
+    except (ValueError, ImageError) as e:  # ImageError is a ValueError; both mean this input cannot be drawn
+        kind = "render" if sample.ink is not None else "image"
+        raise InkError(item.path, kind, str(e), "render" if sample.ink is not None else "no-ink") from None
+    image = np.rint((1.0 - f.canvas) * 255.0).astype(np.uint8)
+    return image, (f.bbox, f.scale, f.offset)
 
 
 def _table(cols: dict[str, list], inks: list, split: str, opts: Options) -> pa.Table:

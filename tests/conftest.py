@@ -7,14 +7,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+DATA_ENV = "GRYPHONE_TEST_DATA"
+SHARED_DATA = Path(os.environ.get(DATA_ENV) or REPO / ".." / "shared" / "data").resolve()
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the checkout; tests that need the real corpora skip without it."""
+    """The real corpora: $GRYPHONE_TEST_DATA, else ../shared/data beside the checkout; tests that
+    need them skip without it."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not found at {SHARED_DATA} (a fresh clone has no ../shared/data)")
+        pytest.skip(f"real data not found at {SHARED_DATA} (set {DATA_ENV} to the folder holding crohme/, "
+                    "mathwriting/ and latex/; a fresh clone has none)")
     return SHARED_DATA
 
 

@@ -63,7 +63,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
             "slow = w.convert_chunk\n"
             "def chunk(*a, **k):\n    time.sleep(60)\n    return slow(*a, **k)\n"
             "w.convert_chunk = chunk\n"
-            "import datasets_prep.inkml as m; m.convert_chunk = chunk\n"
+            "import datasets_prep.convert as m; m.convert_chunk = chunk\n"
             f"convert('crohme', inputs=[{str(src)!r}], out={str(tmp_path / 'out')!r}, workers=2, progress=False)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     children: list[int] = []

@@ -307,10 +307,10 @@ def test_a_dying_worker_is_reported_and_resume_finishes(corpus, tmp_path, monkey
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("needs the fork start method to hand the patched function to workers")
-    import datasets_prep.inkml as inkml
+    import datasets_prep.convert as converter
 
     out = tmp_path / "o"
-    monkeypatch.setattr(inkml, "convert_chunk", _die_on_third_shard)
+    monkeypatch.setattr(converter, "convert_chunk", _die_on_third_shard)
     argv = ["--src", "crohme", "--input", str(corpus), "--out", str(out), "--workers", "2", "--shard-size", "25",
             "--quiet"]
     assert main(argv) == 1

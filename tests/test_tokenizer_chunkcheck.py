@@ -199,10 +199,12 @@ def test_environments_are_settled_without_the_parser_when_their_names_pair():
     assert res.slow == [5, 6, 7, 8, 9]
 
 
-REAL = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "latex").glob("*"))
+from conftest import DATA_ENV, SHARED_DATA  # noqa: E402
+
+REAL = sorted((SHARED_DATA / "latex").glob("*"))
 
 
-@pytest.mark.skipif(not REAL, reason="../shared/data/latex is absent (real corpora are not shipped)")
+@pytest.mark.skipif(not REAL, reason=f"{SHARED_DATA}/latex is absent (real corpora are not shipped; set {DATA_ENV})")
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_corpora_agree(path):
     with open(path, "rb") as f:

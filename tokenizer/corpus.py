@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from typing import BinaryIO, Iterator
 
-FORMATS = ("auto", "plain", "tsv")
+FORMATS = ("auto", "plain", "tsv", "caption")
 _DETECT_LINES = 50
 _MAX_QUOTED_LINES = 50
 _CONTROL = frozenset(chr(c) for c in range(32)) - {"\t", "\r"} | {"\x7f"}
@@ -79,6 +79,14 @@ def read_corpus(stream: BinaryIO, source: str, fmt: str = "auto") -> Iterator[Li
     if fmt == "plain":
         for lineno, text in phys:
             yield text if isinstance(text, Skipped) else Line(source, lineno, None, text)
+        return
+    if fmt == "caption":  # WAP/CoMER/TAMER captions: the name, then whitespace (tab or space), then the label
+        for lineno, text in phys:
+            if isinstance(text, Skipped) or not text.strip():
+                yield text if isinstance(text, Skipped) else Line(source, lineno, None, "")
+                continue
+            name, *rest = text.strip().split(None, 1)
+            yield Line(source, lineno, name, rest[0] if rest else "")
         return
     yield from _read_tsv(phys, source)
 

@@ -1,0 +1,195 @@
+"""`python -m datasets_prep.export`: shards out in the layouts other HMER codebases load.
+
+    python -m datasets_prep.export --to comer --data shards/crohme --out export/comer   # -> data.zip
+    python -m datasets_prep.export --to tamer --data shards/crohme --out export/tamer   # -> <split>/images.pkl
+
+comer: `data.zip` holding `data/<split>/caption.txt` and `data/<split>/img/<name>.bmp` (CoMER, BTTR,
+PosFormer). tamer: `<split>/images.pkl` (a dict name -> uint8 array) and `<split>/caption.txt`
+(TAMER, ICAL). Both write the peers' byte conventions: 8-bit grey images, white ink on black (their
+batches pad with zeros), cropped to the ink with --pad pixels around it; caption lines
+`name<TAB>tokens` with the tokenizer's tokens joined by single spaces, UTF-8, `\\n`. A sample's name
+is its id's last path part when those are unique in the split, else the id with `/` -> `_` (see
+`export_names`). A row whose label does not tokenize is left out and listed in export.json.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import pickle
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .shards import DICT_FILE, ShardError, load_split, write_json
+
+FORMATS = ("comer", "tamer")
+EXIT_CODES = "exit codes: 0 written; 1 nothing to export or a shard unreadable; 2 usage error"
+
+
+class UsageError(Exception):
+    """Bad options or an unusable --out: exit 2, one line."""
+
+
+def export_names(sample_ids: list[str]) -> list[str]:
+    """File-safe, whitespace-free names, unique in the split (the peers split caption lines on
+    whitespace and build paths from names)."""
+    def clean(s: str) -> str:
+        return "_".join(s.split()).replace("\\", "_")
+    base = [clean(s.rsplit("/", 1)[-1]) for s in sample_ids]
+    if len(set(base)) == len(base):
+        return base
+    full = [clean(s).replace("/", "_") for s in sample_ids]
+    counts = Counter(full)
+    seen: Counter = Counter()
+    out = []
+    for n in full:  # ids that still collide get a counter (never silently merged)
+        seen[n] += 1
+        out.append(n if counts[n] == 1 else f"{n}_{seen[n]}")
+    return out
+
+
+def caption_tokens(latex: str) -> str | None:
+    """The label as the peers' captions spell it: tokens joined by single spaces; None if it does
+    not tokenize."""
+    from tokenizer import LatexError, tokenize
+
+    try:
+        toks = [t for t in tokenize(latex) if t.strip()]
+    except LatexError:
+        return None
+    return " ".join(toks) if toks else None
+
+
+def peer_image(png: bytes, pad: int) -> np.ndarray:
+    """A shard image (black on white) -> uint8 white-on-black, cropped to the ink plus `pad` pixels."""
+    a = 255 - np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.uint8)
+    ys, xs = np.nonzero(a > 0)
+    if len(ys) == 0:
+        return a
+    y0, y1 = max(0, ys.min() - pad), min(a.shape[0], ys.max() + 1 + pad)
+    x0, x1 = max(0, xs.min() - pad), min(a.shape[1], xs.max() + 1 + pad)
+    return np.ascontiguousarray(a[y0:y1, x0:x1])
+
+
+def _bmp(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(a, mode="L").save(buf, format="BMP")
+    return buf.getvalue()
+
+
+def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | None = None,
+           rename: dict[str, str] | None = None, pad: int = 2, overwrite: bool = False, log=None) -> dict:
+    """Write the shards under `data` in the `to` layout under `out`; returns (and writes) export.json."""
+    log = log or (lambda msg: None)
+    if to not in FORMATS:
+        raise UsageError(f"--to must be one of {', '.join(FORMATS)}, got {to!r}")
+    data, out = Path(data), Path(out)
+    try:
+        names = json.loads((data / DICT_FILE).read_text(encoding="utf-8"))["splits"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"{data}: not a shard folder ({DICT_FILE}: {e})") from None
+    wanted = [s for s in names if splits is None or s in splits]
+    if splits and set(splits) - set(names):
+        raise UsageError(f"no split {', '.join(sorted(set(splits) - set(names)))} in {data} (has {', '.join(names)})")
+    rename = rename or {}
+    target = out / "data.zip" if to == "comer" else out
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise UsageError(f"{out} exists and is not empty: pass --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"to": to, "data": str(data), "out": str(out), "pad": pad, "splits": {}, "skipped": []}
+    zf = None
+    tmp_zip = out / ".data.zip.tmp"
+    if to == "comer":
+        zf = zipfile.ZipFile(tmp_zip, "w", zipfile.ZIP_DEFLATED)
+    try:
+        for split in wanted:
+            table = load_split(data / split)
+            ids = table.column("sample_id").to_pylist()
+            file_names = export_names(ids)
+            latex = table.column("latex").to_pylist()
+            dest = rename.get(split, split)
+            lines, images = [], {}
+            for i, (sid, name, lab) in enumerate(zip(ids, file_names, latex)):
+                cap = caption_tokens(lab)
+                if cap is None:
+                    report["skipped"].append({"split": split, "sample_id": sid, "reason": "label does not tokenize"})
+                    continue
+                img = peer_image(table.column("image")[i]["bytes"].as_py(), pad)
+                lines.append(f"{name}\t{cap}\n")
+                if zf is not None:
+                    zf.writestr(f"data/{dest}/img/{name}.bmp", _bmp(img))
+                else:
+                    images[name] = img
+            caption = "".join(lines).encode("utf-8")
+            if zf is not None:
+                zf.writestr(f"data/{dest}/caption.txt", caption)
+            else:
+                d = out / dest
+                d.mkdir(parents=True, exist_ok=True)
+                _atomic_bytes(d / "caption.txt", caption)
+                _atomic_bytes(d / "images.pkl", pickle.dumps(images, protocol=4))
+            report["splits"][split] = {"as": dest, "rows": table.num_rows, "written": len(lines)}
+            log(f"  {split} -> {dest}: {len(lines)} of {table.num_rows} rows")
+        if zf is not None:
+            zf.close()
+            zf = None
+            os.replace(tmp_zip, target)
+    finally:
+        if zf is not None:
+            zf.close()
+        tmp_zip.unlink(missing_ok=True)
+    report["target"] = str(target)
+    write_json(out / "export.json", report)
+    return report
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m datasets_prep.export", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter, epilog=EXIT_CODES)
+    p.add_argument("--to", required=True, choices=FORMATS, help="layout to write")
+    p.add_argument("--data", required=True, help="shard folder (written by datasets_prep.inkml/images)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--splits", nargs="+", metavar="NAME", default=None, help="export only these splits (default: all)")
+    p.add_argument("--rename", nargs="+", metavar="OLD=NEW", default=[],
+                   help="split names in the output, e.g. test2014=2014 as CoMER names its test sets")
+    p.add_argument("--pad", type=int, default=2, help="blank pixels kept around the ink's crop")
+    p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        rename = dict(r.split("=", 1) for r in args.rename)
+    except ValueError:
+        print("error: --rename takes OLD=NEW pairs", file=sys.stderr)
+        return 2
+    try:
+        rep = export(args.data, args.out, args.to, splits=args.splits, rename=rename, pad=args.pad,
+                     overwrite=args.overwrite, log=lambda m: print(m, file=sys.stderr))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ShardError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    written = sum(v["written"] for v in rep["splits"].values())
+    print(f"{rep['target']}: {written} samples in {len(rep['splits'])} splits"
+          + (f", {len(rep['skipped'])} left out (see export.json)" if rep["skipped"] else ""), file=sys.stderr)
+    return 0 if written else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

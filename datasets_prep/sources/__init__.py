@@ -1,0 +1,59 @@
+"""The source seam: one module per dataset, each turning the user's inputs into work items.
+
+A source module has `KIND` ("ink" or "image"), `items(path, ctx)` (Items and InkErrors for one
+input, in a fixed order: folders by sorted relative path, archives by member order, never by
+timing, so shards are the same whatever the worker count and a resumed run sees the same chunks),
+`load(item, opts) -> Sample` (in a worker) and `sample_id(item, sample)`. Adding a dataset means
+adding a module here and a line to SOURCES; the converter and the worker stay as they are.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from ..readers import InkError
+from . import comer, crohme, folder, hme100k, mathwriting, tamer
+from .base import Context, Item, Sample, sort_splits, split_name
+
+SOURCES: dict[str, ModuleType] = {
+    "mathwriting": mathwriting, "crohme": crohme,
+    "comer": comer, "tamer": tamer, "hme100k": hme100k, "folder": folder,
+}
+INK_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND == "ink")
+IMAGE_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND == "image")
+
+
+def get(name: str) -> ModuleType:
+    try:
+        return SOURCES[name]
+    except KeyError:
+        raise ValueError(f"unknown source {name!r}; expected one of {', '.join(SOURCES)}") from None
+
+
+def iter_items(src: str, inputs: list[Path], *, splits: set[str] | None = None, split_override: str | None = None,
+               max_bytes: int, on_read=None) -> Iterator[Item | InkError]:
+    """Items (and enumeration-time errors) for all inputs, in a deterministic order.
+
+    Two inputs can hold the same relative path (`a/train/x.inkml`, `b/train/x.inkml`): the later one's
+    recorded path, and so its sample id, is prefixed with its input's number (`input2/train/x.inkml`),
+    so samples are never merged or given the same id. Image items are named by their label file, so
+    a name already seen in the split gets the same treatment."""
+    source = get(src)
+    ctx = Context(splits=splits, split_override=split_override, max_bytes=max_bytes, on_read=on_read)
+    seen: set[tuple[str, str]] = set()
+    for k, path in enumerate(inputs, 1):
+        for item in source.items(path, ctx):
+            if isinstance(item, Item):
+                keys = [(item.split, item.path)] + ([(item.split, "name:" + item.name)] if item.name else [])
+                if any(key in seen for key in keys):
+                    item.id_prefix = f"input{k}/"
+                    item.path = item.id_prefix + item.path
+                    keys = [(item.split, item.path)] + ([(item.split, "name:" + item.id_prefix + item.name)]
+                                                        if item.name else [])
+                seen.update(keys)
+            yield item
+
+
+__all__ = ["SOURCES", "INK_SOURCES", "IMAGE_SOURCES", "Context", "Item", "Sample", "get", "iter_items",
+           "sort_splits", "split_name"]

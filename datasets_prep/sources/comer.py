@@ -1,0 +1,37 @@
+"""CoMER / BTTR / PosFormer's `data.zip`: `data/<split>/caption.txt` + `data/<split>/img/<name>.bmp`.
+
+Inputs: the zip itself, the extracted `data/` folder, or one split folder (`data/2014`). Each split
+folder holding a `caption.txt` is a split (`train`, `2014`, `2016`, `2019`); a caption line is the
+image name, whitespace, and the space-tokenized label. The sample id is the image name.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from ..readers import InkError
+from .base import Context, Item, split_name
+from .pairing import Layout, caption_lines, pair, strip_image_suffix
+from .raster import KIND, load, sample_id  # noqa: F401  (the source's interface)
+
+CAPTION = "caption.txt"
+IMAGE_DIR = "img"
+
+
+def _label_split(name: str) -> str | None:
+    p = PurePosixPath(name)
+    return split_name(p.parent.name) if p.name == CAPTION and len(p.parts) >= 2 else None
+
+
+def _image_key(name: str) -> tuple[str, str] | None:
+    p = PurePosixPath(name)
+    if len(p.parts) >= 3 and p.parent.name == IMAGE_DIR:
+        return split_name(p.parent.parent.name), strip_image_suffix(p.name)
+    return None
+
+
+LAYOUT = Layout(_label_split, caption_lines, _image_key, describe="<split>/caption.txt beside <split>/img/")
+
+
+def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:
+    return pair(path, LAYOUT, ctx)

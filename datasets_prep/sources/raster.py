@@ -1,0 +1,58 @@
+"""Loading one image item: decode it safely, and take its label as the label file gives it.
+
+Shared by every image source. The image goes through datasets_prep/image_intake.py (pixel limit
+before decoding, verified decode, transparency on white); the worker then finds the ink and fits it
+to the canvas. Labels of image datasets are space-tokenized LaTeX (`x ^ { 2 }`); whitespace is
+collapsed as for CROHME truths and the tokenizer ignores it, so `latex` is the label with single
+spaces and `latex_raw` the line as written.
+"""
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+from ..image_intake import ImageError, decode, to_gray_on_white
+from ..readers import InkError
+from .base import Item, Sample, read_bytes
+
+KIND = "image"
+
+
+def label(raw: str | None, path: str) -> tuple[str, str]:
+    if raw is None or not raw.strip():
+        raise InkError(path, "label", "empty label", "no-label")
+    return " ".join(raw.split()), raw
+
+
+def load(item: Item, opts) -> Sample:
+    latex, raw = label(item.label, item.path)
+    try:
+        if item.pixels is not None:
+            gray = gray_from_array(item.pixels)
+        else:
+            gray = to_gray_on_white(decode(read_bytes(item, opts.max_bytes)))
+    except ImageError as e:
+        raise InkError(item.path, "image", str(e), "bad-image") from None
+    return Sample(latex, raw, {"name": item.name or ""}, pixels=gray)
+
+
+def gray_from_array(a: np.ndarray, max_pixels: int = 40_000_000) -> np.ndarray:
+    """A decoded image held as an array (TAMER's images.pkl: uint8 [H, W]) -> gray, 1 = white."""
+    if not isinstance(a, np.ndarray) or a.ndim not in (2, 3) or a.dtype.kind not in "uifb":
+        raise ImageError(f"not an image array ({type(a).__name__} {getattr(a, 'shape', '')} "
+                         f"{getattr(a, 'dtype', '')})")
+    if a.ndim == 3 and a.shape[2] not in (1, 3, 4):
+        raise ImageError(f"array of shape {a.shape} is not an image (channels last, 1, 3 or 4)")
+    if a.shape[0] * a.shape[1] > max_pixels or 0 in a.shape:
+        raise ImageError(f"array of shape {a.shape} is empty or over {max_pixels / 1e6:.0f} MP")
+    if a.dtype != np.uint8:
+        a = a.astype(np.float64)
+        top = float(a.max()) if a.size else 0.0
+        a = (np.clip(a / (top if top > 1.0 else 1.0), 0, 1) * 255).astype(np.uint8)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[..., 0]
+    return to_gray_on_white(Image.fromarray(a))
+
+
+def sample_id(item: Item, sample: Sample) -> str:
+    return item.id_prefix + (item.name or item.path)

@@ -1,0 +1,68 @@
+"""TAMER / ICAL's layout: `<split>/images.pkl` (name -> uint8 array) + `<split>/caption.txt`.
+
+Inputs: the extracted data folder (`data/crohme`, holding `train/`, `2014/`, ...) or one split
+folder. The pickle is untrusted: it is read by datasets_prep/safe_pickle.py, which builds numpy arrays
+and nothing else; a pickle that asks for anything more is refused with the reason, and the split's
+captions are then accounted for as missing images. The sample id is the image name.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..readers import InkError
+from ..safe_pickle import MAX_PICKLE_BYTES, PickleRefused, load_images
+from .base import Context, Item, rel, split_name
+from .pairing import caption_lines
+from .raster import KIND, load, sample_id  # noqa: F401  (the source's interface)
+
+PICKLE = "images.pkl"
+CAPTION = "caption.txt"
+
+
+def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:
+    if not path.is_dir():
+        yield InkError(str(path), "read", "a TAMER input is a folder holding <split>/images.pkl and "
+                                          "<split>/caption.txt (extract the archive first)", "not-a-dataset")
+        return
+    split_dirs = [path] if (path / CAPTION).is_file() else sorted(
+        d for d in path.iterdir() if d.is_dir() and not d.is_symlink() and (d / CAPTION).is_file())
+    if not split_dirs:
+        yield InkError(str(path), "label", f"no {CAPTION} found in it or its sub-folders", "no-labels")
+    for d in split_dirs:
+        yield from _split(d, path.parent, ctx)
+
+
+def _split(d: Path, base: Path, ctx: Context) -> Iterator[Item | InkError]:
+    split = ctx.split_override or split_name(d.name)
+    if not ctx.wants(split):
+        return
+    where = rel(d / CAPTION, base)
+    pkl = rel(d / PICKLE, base)
+    try:
+        images = load_images(d / PICKLE, MAX_PICKLE_BYTES)
+    except FileNotFoundError:
+        images, why = {}, f"{PICKLE} not found"
+    except (PickleRefused, OSError) as e:
+        images, why = {}, str(e)
+    else:
+        why = ""
+    if why:
+        yield InkError(pkl, "read", why, "bad-pickle")
+    seen: dict[str, str] = {}
+    for rec in caption_lines((d / CAPTION).read_bytes(), where):
+        if isinstance(rec, InkError):
+            yield rec
+            continue
+        name, label, at = rec
+        if name in seen:
+            yield InkError(at, "label", f"name {name!r} already labelled at {seen[name]}", "duplicate-name")
+            continue
+        seen[name] = at
+        if name not in images:
+            yield InkError(at, "read", f"no image {name!r} in {pkl}" + (f" ({why})" if why else ""), "missing-image")
+            continue
+        yield Item(split, f"{pkl}:{name}", label=label, name=name, pixels=images[name])
+    for name in images:
+        if name not in seen:
+            yield InkError(f"{pkl}:{name}", "label", f"no caption names this image in {where}", "no-label")
