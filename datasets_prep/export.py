@@ -37,20 +37,24 @@ class UsageError(Exception):
 
 
 def export_names(sample_ids: list[str]) -> list[str]:
-    """File-safe, whitespace-free names, unique in the split (the peers split caption lines on
-    whitespace and build paths from names)."""
+    """File-safe, whitespace-free, non-empty names, unique in the split (the peers split caption
+    lines on whitespace and build paths from names): the id's last path part when those are unique,
+    else the whole id with `/` -> `_`, and a counter for what still collides (never merged)."""
     def clean(s: str) -> str:
-        return "_".join(s.split()).replace("\\", "_")
+        s = "_".join(s.split()).replace("\\", "_").replace("/", "_").strip(".")
+        return s or "sample"
     base = [clean(s.rsplit("/", 1)[-1]) for s in sample_ids]
     if len(set(base)) == len(base):
         return base
-    full = [clean(s).replace("/", "_") for s in sample_ids]
-    counts = Counter(full)
-    seen: Counter = Counter()
-    out = []
-    for n in full:  # ids that still collide get a counter (never silently merged)
-        seen[n] += 1
-        out.append(n if counts[n] == 1 else f"{n}_{seen[n]}")
+    out: list[str] = []
+    taken: set[str] = set()
+    for name in (clean(s) for s in sample_ids):
+        n, k = name, 1
+        while n in taken:
+            k += 1
+            n = f"{name}_{k}"
+        taken.add(n)
+        out.append(n)
     return out
 
 

@@ -1,0 +1,282 @@
+"""Image datasets in (CoMER data.zip, TAMER images.pkl, HME100K, any folder) and shards out (export),
+with every bad input accounted for and the round trip checked on real CROHME."""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from conftest import Payload
+from datasets_prep.export import caption_tokens, export, export_names
+from datasets_prep.export import main as export_main
+from datasets_prep.images import convert, main
+from datasets_prep.safe_pickle import PickleRefused, loads
+from datasets_prep.shards import load_split, load_splits
+
+SIZE = (64, 192)
+
+
+def ink_image(seed: int, shape=(60, 160), white_on_black: bool = False) -> np.ndarray:
+    """A few dark strokes on white (uint8), or the inverse."""
+    rng = np.random.default_rng(seed)
+    a = np.full(shape, 255, np.uint8)
+    for _ in range(4):
+        y = int(rng.integers(10, shape[0] - 10))
+        x0 = int(rng.integers(5, shape[1] // 2))
+        a[y - 2: y + 2, x0: x0 + int(rng.integers(20, shape[1] // 2))] = 0
+    return 255 - a if white_on_black else a
+
+
+def png(a: np.ndarray, mode: str = "L") -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(a).convert(mode).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def bmp(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(a).save(buf, format="BMP")
+    return buf.getvalue()
+
+
+def bomb_png(w: int = 20000, h: int = 20000) -> bytes:
+    """A valid PNG header promising w x h pixels, with a tiny (truncated) body."""
+    def chunk(kind, payload):
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00" * 1000)) + chunk(b"IEND", b""))
+
+
+def comer_zip(path: Path, splits: dict[str, list[tuple[str, str, bytes]]], extra: dict[str, bytes] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for split, rows in splits.items():
+            zf.writestr(f"data/{split}/caption.txt", "".join(f"{n}\t{lab}\n" for n, lab, _ in rows))
+            for n, _, data in rows:
+                zf.writestr(f"data/{split}/img/{n}.bmp", data)
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+    return path
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------- importers
+
+def test_comer_zip_both_polarities_and_labels(tmp_path):
+    rows = [(f"img{i}", "x ^ { 2 } + \\frac { 1 } { 2 }", bmp(ink_image(i, white_on_black=i % 2 == 0)))
+            for i in range(6)]
+    z = comer_zip(tmp_path / "data.zip", {"train": rows, "2014": rows[:2]})
+    s = convert("comer", [z], tmp_path / "out", size=SIZE, workers=1)
+    assert s["totals"]["rows"] == 8 and s["totals"]["quarantined"] == 0
+    assert s["split_names"] == ["train", "2014"]
+    t = load_split(tmp_path / "out" / "train")
+    assert t.column("sample_id").to_pylist() == [f"img{i}" for i in range(6)]
+    assert set(t.column("latex").to_pylist()) == {"x ^ { 2 } + \\frac { 1 } { 2 }"}
+    assert t.column("label_error").to_pylist() == [None] * 6
+    assert t.column("source").to_pylist() == ["comer"] * 6
+    assert t.column("num_strokes").to_pylist() == [None] * 6
+    for cell in t.column("image").to_pylist():  # black ink on white whatever the input's polarity
+        a = np.asarray(Image.open(io.BytesIO(cell["bytes"])))
+        assert a.shape == SIZE and np.median(a) == 255 and a.min() < 50
+
+
+def test_comer_extracted_folder_and_a_single_split_folder(tmp_path):
+    rows = [(f"n{i}", "a + b", bmp(ink_image(i))) for i in range(3)]
+    with zipfile.ZipFile(comer_zip(tmp_path / "data.zip", {"2016": rows})) as zf:
+        zf.extractall(tmp_path / "x")
+    whole = convert("comer", [tmp_path / "x" / "data"], tmp_path / "o1", size=SIZE, workers=1)
+    one = convert("comer", [tmp_path / "x" / "data" / "2016"], tmp_path / "o2", size=SIZE, workers=1)
+    assert whole["split_names"] == one["split_names"] == ["2016"]
+    assert whole["totals"]["rows"] == one["totals"]["rows"] == 3
+
+
+@pytest.mark.parametrize("mode", ["1", "L", "LA", "RGBA", "RGB", "P", "JPEG"])
+def test_folder_source_reads_every_image_mode(tmp_path, mode):
+    d = tmp_path / "mine"
+    d.mkdir()
+    a = ink_image(3)
+    if mode == "JPEG":
+        im = Image.fromarray(a).convert("RGB")
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=40)
+        (d / "a.jpg").write_bytes(buf.getvalue())
+    elif mode in ("LA", "RGBA"):  # ink in the alpha channel, transparent background
+        rgba = np.zeros(a.shape + (4,), np.uint8)
+        rgba[..., 3] = 255 - a
+        Image.fromarray(rgba, "RGBA").convert(mode).save(d / "a.png")
+    else:
+        Image.fromarray(a).convert(mode).save(d / "a.png")
+    (d / "labels.tsv").write_text(("a.jpg" if mode == "JPEG" else "a") + "\t\\alpha = 1\n")
+    s = convert("folder", [d], tmp_path / "o", size=SIZE, workers=1, binarize=mode == "JPEG")
+    assert s["totals"]["rows"] == 1, records(tmp_path / "o")
+    assert s["split_names"] == ["mine"]
+    img = np.asarray(Image.open(io.BytesIO(load_split(tmp_path / "o" / "mine").column("image")[0]["bytes"].as_py())))
+    assert (img < 128).sum() > 100  # the strokes arrived
+
+
+def test_folder_source_metadata_jsonl_and_split_files(tmp_path):
+    d = tmp_path / "ds"
+    (d / "imgs").mkdir(parents=True)
+    for i in range(3):
+        (d / "imgs" / f"{i}.png").write_bytes(png(ink_image(i)))
+    (d / "metadata.jsonl").write_text("".join(json.dumps({"file_name": f"imgs/{i}.png", "text": f"x_{i}"}) + "\n"
+                                              for i in range(2)))
+    (d / "README.txt").write_text("not labels\n")
+    s = convert("folder", [d], tmp_path / "o", size=SIZE, workers=1, split="test")
+    assert s["totals"]["rows"] == 2
+    [rec] = records(tmp_path / "o")
+    assert rec["kind"] == "no-label" and rec["path"].endswith("imgs/2.png")
+
+
+def test_hme100k_layout(tmp_path):
+    root = tmp_path / "HME100K"
+    for split, n in (("train", 3), ("test", 2)):
+        (root / split / f"{split}_images").mkdir(parents=True)
+        for i in range(n):
+            (root / split / f"{split}_images" / f"{split}_{i}.jpg").write_bytes(png(ink_image(i), "RGB"))
+        (root / split / f"{split}_labels.txt").write_text(
+            "".join(f"{split}_{i}.jpg\t\\frac {{ 5 }} {{ 1 4 }} = 中\n" for i in range(n)), encoding="utf-8")
+    s = convert("hme100k", [root], tmp_path / "o", size=SIZE, workers=1, binarize=True)
+    assert s["split_names"] == ["train", "test"] and s["totals"]["rows"] == 5
+    assert load_split(tmp_path / "o" / "test").column("sample_id").to_pylist() == ["test_0", "test_1"]
+
+
+def test_tamer_pickle_layout(tmp_path):
+    d = tmp_path / "crohme" / "2014"
+    d.mkdir(parents=True)
+    imgs = {f"e{i}": ink_image(i, white_on_black=True) for i in range(3)}
+    (d / "images.pkl").write_bytes(pickle.dumps(imgs))
+    (d / "caption.txt").write_text("".join(f"e{i}\t\\sqrt {{ {i} }}\n" for i in range(3)))
+    s = convert("tamer", [tmp_path / "crohme"], tmp_path / "o", size=SIZE, workers=2)
+    assert s["totals"]["rows"] == 3 and s["split_names"] == ["2014"]
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_every_kind_of_bad_input_is_quarantined_by_name_and_nothing_else_is_lost(tmp_path):
+    good = [(f"ok{i}", "a = b", bmp(ink_image(i))) for i in range(3)]
+    full = png(ink_image(9))
+    bad = [("zero", "x", b""), ("trunc", "x", full[: len(full) // 2]), ("bomb", "x", bomb_png()),
+           ("text", "x", b"this is not an image\n")]
+    z = comer_zip(tmp_path / "data.zip", {"train": good + bad}, extra={
+        "data/train/img/orphan.bmp": bmp(ink_image(5)),                        # an image with no label
+        "data/test/caption.txt": b"lonely\tx\nok\t\xff\xfe bad utf8\nok\ty\nok\tz\n",  # no image; bad line; dup
+        "data/test/img/ok.bmp": bmp(ink_image(1)),
+    })
+    s = convert("comer", [z], tmp_path / "o", size=SIZE, workers=1)
+    recs = {(r["path"].split(":")[-2] if r["path"].count(":") > 1 else r["path"], r["kind"]) for r in records(tmp_path / "o")}
+    kinds = sorted(r["kind"] for r in records(tmp_path / "o"))
+    assert s["splits"]["train"]["rows"] == 3 and s["splits"]["test"]["rows"] == 1
+    assert kinds.count("bad-image") == 4, kinds
+    assert {"no-label", "missing-image", "duplicate-name", "label-encoding"} <= set(kinds), kinds
+    msgs = " ".join(r["error"] for r in records(tmp_path / "o"))
+    for word in ("empty file", "truncated", "decompression bomb", "not an image", "is missing", "already labelled",
+                 "invalid UTF-8"):
+        assert word in msgs, (word, msgs)
+    assert all("zero" in r["path"] or "trunc" in r["path"] or "bomb" in r["path"] or "text" in r["path"]
+               for r in records(tmp_path / "o") if r["kind"] == "bad-image")
+    assert recs  # every record names its file
+
+
+def test_a_pickle_payload_never_runs_and_the_split_is_refused_by_name(tmp_path):
+    marker = tmp_path / "pwned"
+    d = tmp_path / "crohme" / "train"
+    d.mkdir(parents=True)
+    (d / "images.pkl").write_bytes(pickle.dumps({"a": Payload(str(marker))}))
+    (d / "caption.txt").write_text("a\tx\n")
+    ok = tmp_path / "crohme" / "2014"
+    ok.mkdir()
+    (ok / "images.pkl").write_bytes(pickle.dumps({"b": ink_image(2)}))
+    (ok / "caption.txt").write_text("b\ty\n")
+    s = convert("tamer", [tmp_path / "crohme"], tmp_path / "o", size=SIZE, workers=1)
+    assert not marker.exists()
+    assert s["splits"]["2014"]["rows"] == 1
+    bad = [r for r in records(tmp_path / "o") if r["kind"] == "bad-pickle"]
+    assert len(bad) == 1 and "posix.system" in bad[0]["error"] and bad[0]["path"].endswith("train/images.pkl")
+    with pytest.raises(PickleRefused):
+        loads(pickle.dumps(Payload(str(marker))))
+    assert not marker.exists()
+
+
+def test_cli_exit_codes_and_usage_errors(tmp_path, capsys):
+    assert main(["--src", "comer", "--input", str(tmp_path / "nope.zip"), "--out", str(tmp_path / "o")]) == 2
+    assert "input not found" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["--src", "folder", "--input", str(empty), "--out", str(tmp_path / "o2"), "--quiet"]) == 1
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--binarize" in out and "exit codes" in out and "hme100k" in out
+
+
+# ---------------------------------------------------------------- export
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab/ _-x.", min_size=1, max_size=8), min_size=1, max_size=12))
+def test_export_names_are_unique_and_whitespace_free(ids):
+    names = export_names(ids)
+    assert len(names) == len(ids) and len(set(names)) == len(names)
+    assert all(n and not any(c.isspace() for c in n) and "/" not in n for n in names)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["x^2", "\\frac{a}{b}+c", "\\sqrt[3]{x}", "\\sin x", "a_{i}^{2}", "\\left(x\\right)",
+                        "\\mbox{if}x", "\\{a\\}"]))
+def test_caption_tokens_re_read_to_the_same_tokens(latex):
+    from tokenizer import tokenize
+    cap = caption_tokens(latex)
+    assert [t for t in tokenize(cap) if t.strip()] == [t for t in tokenize(latex) if t.strip()]
+
+
+def test_export_refuses_a_non_shard_folder_and_a_busy_out(tmp_path, capsys):
+    assert export_main(["--to", "comer", "--data", str(tmp_path), "--out", str(tmp_path / "e")]) == 2
+    assert "not a shard folder" in capsys.readouterr().err
+
+
+def _round_trip(tmp_path: Path, inputs: list[Path], to: str, limit: int):
+    from datasets_prep.inkml import convert as convert_ink
+    from tokenizer import tokenize
+
+    orig = tmp_path / "orig"
+    convert_ink("crohme", inputs, orig, size=(96, 384), limit=limit, workers=2)
+    export(orig, tmp_path / to, to)
+    src = tmp_path / to / "data.zip" if to == "comer" else tmp_path / to
+    back = tmp_path / "back"
+    convert(to, [src], back, size=(96, 384), workers=2)
+    a, b = load_splits(orig), load_splits(back)
+    assert sorted(a) == sorted(b)
+    for split in a:
+        ids = a[split].column("sample_id").to_pylist()
+        names = export_names(ids)
+        by_name = {n: i for i, n in enumerate(b[split].column("sample_id").to_pylist())}
+        assert sorted(by_name) == sorted(names)
+        diffs = []
+        for i, n in enumerate(names):
+            j = by_name[n]
+            la, lb = a[split].column("latex")[i].as_py(), b[split].column("latex")[j].as_py()
+            assert [t for t in tokenize(la) if t.strip()] == [t for t in tokenize(lb) if t.strip()]
+            ia = np.asarray(Image.open(io.BytesIO(a[split].column("image")[i]["bytes"].as_py())), np.float32)
+            ib = np.asarray(Image.open(io.BytesIO(b[split].column("image")[j]["bytes"].as_py())), np.float32)
+            diffs.append(np.abs(ia - ib).mean() / 255)
+        # the re-import refits the crop (a resampling): equal up to interpolation along stroke edges
+        assert np.mean(diffs) < 0.03 and max(diffs) < 0.08, (np.mean(diffs), max(diffs))
+
+
+@pytest.mark.parametrize("to", ["comer", "tamer"])
+def test_round_trip_on_real_crohme(shared_data, tmp_path, to):
+    crohme = shared_data / "crohme"
+    _round_trip(tmp_path, [crohme / "train", crohme / "test2014"], to, limit=60)
