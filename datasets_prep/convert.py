@@ -21,6 +21,8 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPo
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from tokenizer.files import atomic_write
+
 from . import sources as sources_mod
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import ANTIALIAS, DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_STROKE_WIDTH, parse_size
@@ -348,11 +350,7 @@ def _finalize(out: Path, src: str, paths: list[Path], opts: Options, runner: _Ru
                         "invalid_labels": sum(r.invalid_labels for r in results),
                         "shards": len(files), "bytes": nbytes, "errors": dict(sorted(split_errors.items()))}
     write_dataset_dict(out, names)
-    tmp = out / f".{QUARANTINE}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for rec in quarantine:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    os.replace(tmp, out / QUARANTINE)
+    atomic_write(out / QUARANTINE, "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in quarantine))
     total_inputs = sum(v["inputs"] for v in per_split.values()) + len(enum_errors)
     summary = {
         "source": src, "inputs": [str(p) for p in paths], "out": str(out), "options": opts.to_json(),

@@ -20,11 +20,12 @@ import os
 import pickle
 import sys
 import zipfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from tokenizer.files import atomic_write
 
 from .shards import DICT_FILE, ShardError, load_split, write_json
 
@@ -136,8 +137,8 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
             else:
                 d = out / dest
                 d.mkdir(parents=True, exist_ok=True)
-                _atomic_bytes(d / "caption.txt", caption)
-                _atomic_bytes(d / "images.pkl", pickle.dumps(images, protocol=4))
+                atomic_write(d / "caption.txt", caption)
+                atomic_write(d / "images.pkl", pickle.dumps(images, protocol=4))
             report["splits"][split] = {"as": dest, "rows": table.num_rows, "written": len(lines)}
             log(f"  {split} -> {dest}: {len(lines)} of {table.num_rows} rows")
         if zf is not None:
@@ -151,12 +152,6 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
     report["target"] = str(target)
     write_json(out / "export.json", report)
     return report
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _parser() -> argparse.ArgumentParser:

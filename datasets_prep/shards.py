@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from tokenizer.files import atomic_path, atomic_write_json
+
 HF_METADATA_KEY = b"huggingface"
 STATE_FILE = "state.json"
 INFO_FILE = "dataset_info.json"
@@ -119,15 +121,10 @@ def strokes_array(rows: list[list[np.ndarray]]) -> pa.Array:
 
 def write_table(table: pa.Table, path: Path) -> int:
     """Write one IPC stream file atomically (temp file, then os.replace); returns its size."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         with pa.OSFile(str(tmp), "wb") as sink:
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path.stat().st_size
 
 
@@ -158,9 +155,7 @@ def write_split_metadata(split_dir: Path, split: str, files: list[str], shard_le
 
 
 def write_json(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_json(path, obj)
 
 
 def write_dataset_dict(out: Path, splits: list[str]) -> None:

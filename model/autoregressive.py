@@ -10,9 +10,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from tokenizer.vocab import TokenVocab
+
 from .layers import DecoderBlock, position_table
 
-PAD, BOS, EOS = 0, 1, 2
+PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
 
 class ARDecoder(nn.Module):

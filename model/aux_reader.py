@@ -13,9 +13,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from tokenizer.vocab import SATVocab
+
 from .layers import DecoderBlock, position_table
 
-PAD, MASK = 0, 1  # SATVocab ids; MASK doubles as the start token
+PAD, MASK = SATVocab.PAD, SATVocab.MASK  # MASK doubles as the start token
 
 
 class SATCausalReader(nn.Module):

@@ -14,9 +14,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from tokenizer.vocab import SATVocab
+
 from .layers import DecoderBlock, position_table
 
-PAD, MASK = 0, 1  # same ids as tokenizer.SATVocab, in both vocabularies
+PAD, MASK = SATVocab.PAD, SATVocab.MASK  # the same ids in the symbol and the modifier vocabulary
 
 
 class SATDecoder(nn.Module):

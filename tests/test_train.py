@@ -254,10 +254,11 @@ def test_a_checkpoint_that_carries_code_is_refused_everywhere_and_never_runs(mic
 def test_a_killed_checkpoint_write_leaves_no_stray_file(tmp_path):
     from train.checkpoint import save_checkpoint
 
-    stray = tmp_path / "ckpt.pt.tmp12345"
+    stray, stray2 = tmp_path / "ckpt.pt.tmp12345", tmp_path / ".ckpt.pt.tmp-12345"
     stray.write_bytes(b"half a checkpoint")
+    stray2.write_bytes(b"half a checkpoint")
     save_checkpoint(tmp_path / "ckpt.pt", {"train_config": {}, "model": {}, "vocab": {}, "step": 0})
-    assert not stray.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
+    assert not stray.exists() and not stray2.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
 
 
 def test_a_resume_with_a_changed_schedule_says_so(micro_data, tmp_path, capsys):

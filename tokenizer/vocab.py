@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import LatexError
+from .files import atomic_write_json
 from .lexer import detokenize, tokenize
 from .sat import extended_masks, split_streams
 
@@ -40,10 +41,7 @@ def _too_long(n: int, max_len: int, what: str) -> LatexError:
 
 
 def _write_json(path: str | os.PathLike, data: dict) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_json(path, data, indent=1)
 
 
 def _read_json(path: str | os.PathLike) -> dict:

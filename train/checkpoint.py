@@ -11,11 +11,12 @@ refuses any other object instead of running it.
 """
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 
 import torch
+
+from tokenizer.files import atomic_path
 
 FORMAT = "gryphone-checkpoint-1"
 REQUIRED = ("format", "train_config", "model", "vocab", "step")
@@ -30,9 +31,8 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     for stray in path.parent.glob(path.name + ".tmp*"):  # left by a write that was killed
         stray.unlink(missing_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    torch.save({"format": FORMAT, **state}, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save({"format": FORMAT, **state}, tmp)
 
 
 def load_checkpoint(path: str | Path) -> dict:

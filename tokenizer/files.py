@@ -1,0 +1,44 @@
+"""One way to write a file so that a kill never leaves half of it: write a temporary file beside it,
+then `os.replace` it over the target (atomic on POSIX and Windows).
+
+It lives in tokenizer/ because that is the package every other one (datasets_prep, model, train)
+already imports; vocabularies, shards, JSON reports, exports and checkpoints all go through it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write to; on success it replaces `path`, on any
+    error it is removed and `path` is untouched. Stray temporaries of killed writers (same name,
+    any pid) are removed first."""
+    path = Path(path)
+    for stray in path.parent.glob(f".{path.name}.tmp-*"):
+        with contextlib.suppress(OSError):
+            stray.unlink()
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write bytes (or UTF-8 text, `\\n` line ends) to `path` atomically."""
+    with atomic_path(path) as tmp:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8", newline="\n")
+        else:
+            tmp.write_bytes(data)
+
+
+def atomic_write_json(path: str | os.PathLike, obj, indent: int = 2) -> None:
+    atomic_write(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
