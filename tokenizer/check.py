@@ -4,7 +4,10 @@ Reports lines read/blank/skipped; valid vs invalid by error class (with examples
 round-trip exactness at token level, string level (up to insignificant whitespace) and SAT level;
 raw-token vs SAT lengths (p50/p95/max, how many exceed --max-len); symbol and modifier inventories;
 OOV against --vocab; what --normalize would change; throughput.
-Exit status: 0 when every accepted (lexable) line round-trips, 1 when any does not, 2 on a usage error.
+With --against TRAIN...: how many of the labels also occur in the training corpora, exactly and after
+normalize(), per file and in total, with examples (file:line on both sides).
+Exit status: 0 when every accepted (lexable) line round-trips, 1 when any does not (or when the leakage
+exceeds --max-leak), 2 on a usage error.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from collections import Counter, defaultdict
 from collections import _count_elements as _count  # the C helper behind Counter.update
 from itertools import chain
 from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .chunkcheck import ChunkResult, check_chunk, position_key
 from .corpus import FORMATS, Line, NotACorpus, Skipped, open_source, read_corpus, refuse_binary
@@ -346,6 +349,136 @@ class CorpusCheck:
         return r
 
 
+class Leakage:
+    """Which checked (test) labels also occur in training corpora: exactly, and after normalize().
+
+    A label is the text the checker sees: the corpus reader's field (line end, BOM and, for captions, the
+    surrounding whitespace stripped), CROHME-cleaned under --crohme; blank labels are not counted.
+    Exact: byte-equal to a training label. Normalized: normalize() gives the same string as for some
+    training label; exact matches count as normalized ones too (so normalized >= exact), also when
+    normalize() rejects the label. Labels normalize() rejects are counted as not normalizable.
+    Memory: one dict entry per distinct training label (and per distinct normalized one), no more."""
+
+    def __init__(self, *, crohme: bool = False, show: int = 3):
+        self.crohme = crohme
+        self.show = show
+        self.train_files: list[str] = []
+        self.train_labels = 0
+        self.train_blank = 0
+        self.train_skipped: Counter = Counter()
+        self._exact: dict[str, tuple[int, int]] = {}   # training label -> (file index, line) of its first occurrence
+        self._normal: dict[str, str] = {}              # normalized -> the first training label normalizing to it
+        self._unnormalizable: set[str] = set()         # distinct training labels normalize() rejects
+        self.files: list[dict] = []
+        self.examples: dict[str, list] = {"exact": [], "normalized": [], "not_normalizable": []}
+        self.train_seconds = 0.0
+        self.test_seconds = 0.0  # spent in add_timed: kept out of the checker's throughput
+
+    def _text(self, line: Line) -> str:
+        return clean_crohme_truth(line.latex) if self.crohme else line.latex
+
+    def add_train(self, records: Iterable[Line | Skipped]) -> None:
+        """Index one training file's records (the file's display name already in train_files)."""
+        fi = len(self.train_files) - 1
+        exact, normal = self._exact, self._normal
+        for rec in records:
+            if isinstance(rec, Skipped):
+                self.train_skipped[rec.reason] += 1
+                continue
+            latex = self._text(rec)
+            if not latex or latex.isspace():
+                self.train_blank += 1
+                continue
+            self.train_labels += 1
+            if latex in exact:
+                continue
+            exact[latex] = (fi, rec.lineno)
+            try:
+                normed = normalize(latex)
+            except LatexError:
+                self._unnormalizable.add(latex)
+                continue
+            normal.setdefault(latex if normed == latex else normed, latex)
+
+    def _train_where(self, latex: str) -> str:
+        fi, lineno = self._exact[latex]
+        return f"{self.train_files[fi]}:{lineno}"
+
+    def start_file(self, display: str) -> None:
+        self.files.append({"file": display, "labels": 0, "exact": 0, "normalized": 0, "normalized_only": 0,
+                           "not_normalizable": 0})
+
+    def _example(self, kind: str, example: dict) -> None:
+        if len(self.examples[kind]) < self.show:  # lines arrive in file order: the first ones are kept
+            self.examples[kind].append(example)
+
+    def add_many(self, lines: Sequence[Line]) -> None:
+        """Count one block of the current test file's lines."""
+        f = self.files[-1]
+        normed_of: dict[str, str | LatexError] = {}  # within the block: repeated labels normalized once
+        for line in lines:
+            latex = self._text(line)
+            if not latex or latex.isspace():
+                continue
+            f["labels"] += 1
+            where = f"{line.source}:{line.lineno}"
+            if latex in self._exact:
+                f["exact"] += 1
+                f["normalized"] += 1
+                self._example("exact", {"where": where, "latex": latex, "train": self._train_where(latex)})
+                if latex in self._unnormalizable:  # the training copy told us: normalize() rejects it
+                    f["not_normalizable"] += 1
+                continue
+            normed = normed_of.get(latex)
+            if normed is None:
+                try:
+                    normed = normalize(latex)
+                except LatexError as err:
+                    normed = err
+                normed_of[latex] = normed
+            if isinstance(normed, LatexError):
+                f["not_normalizable"] += 1
+                self._example("not_normalizable", {"where": where, "latex": latex, "detail": normed.verdict()})
+                continue
+            first = self._normal.get(normed)
+            if first is not None:
+                f["normalized"] += 1
+                f["normalized_only"] += 1
+                self._example("normalized", {"where": where, "latex": latex, "train": self._train_where(first),
+                                             "train_latex": first, "normalized": normed})
+
+    def add_timed(self, lines: Sequence[Line]) -> None:
+        start = time.perf_counter()
+        self.add_many(lines)
+        self.test_seconds += time.perf_counter() - start
+
+    def totals(self) -> dict:
+        keys = ("labels", "exact", "normalized", "normalized_only", "not_normalizable")
+        return {k: sum(f[k] for f in self.files) for k in keys}
+
+    def rate(self) -> float:
+        """The normalized overlap as a fraction of the counted labels (what --max-leak compares)."""
+        t = self.totals()
+        return t["normalized"] / t["labels"] if t["labels"] else 0.0
+
+    def report(self, max_leak: float | None = None) -> dict:
+        def with_rates(counts: dict) -> dict:
+            n = counts["labels"]
+            return {**counts, "exact_rate": counts["exact"] / n if n else 0.0,
+                    "normalized_rate": counts["normalized"] / n if n else 0.0}
+
+        return {
+            "train_files": self.train_files, "train_labels": self.train_labels, "train_blank": self.train_blank,
+            "train_skipped": dict(self.train_skipped), "train_distinct": len(self._exact),
+            "train_distinct_normalized": len(self._normal),
+            "train_not_normalizable": len(self._unnormalizable),
+            "files": [with_rates(f) for f in self.files], "total": with_rates(self.totals()),
+            "examples": self.examples,
+            "max_leak": max_leak, "exceeded": max_leak is not None and self.rate() > max_leak,
+            "train_seconds": round(self.train_seconds, 3), "test_seconds": round(self.test_seconds, 3),
+        }
+
+
 def format_report(r: dict) -> str:
     """The human-readable report."""
     out: list[str] = []
@@ -394,38 +527,89 @@ def format_report(r: dict) -> str:
           + (f" (failed on {nz['failed']})" if nz["failed"] else ""))
         for e in nz["examples"]:
             w(f"  {e['where']}: {e['latex'][:100]!r} -> {e['detail'][:100]!r}")
+    if "leakage" in r:
+        lk = r["leakage"]
+        w(f"leakage against {', '.join(lk['train_files'])}: {lk['train_labels']} training labels, "
+          f"{lk['train_distinct']} distinct ({lk['train_distinct_normalized']} after normalizing"
+          + (f", {lk['train_not_normalizable']} not normalizable" if lk["train_not_normalizable"] else "")
+          + f"; read in {lk['train_seconds']} s, test labels looked up in {lk['test_seconds']} s)")
+
+        def counts(c: dict) -> str:
+            return (f"{c['labels']} labels: exact {c['exact']} ({c['exact_rate']:.2%}), normalized "
+                    f"{c['normalized']} ({c['normalized_rate']:.2%}; {c['normalized_only']} only after normalizing)"
+                    + (f", not normalizable {c['not_normalizable']}" if c["not_normalizable"] else ""))
+        for c in lk["files"]:
+            w(f"  {c['file']}: {counts(c)}")
+        if len(lk["files"]) > 1:
+            w(f"  total: {counts(lk['total'])}")
+        for e in lk["examples"]["exact"]:
+            w(f"  exact: {e['where']}: {e['latex'][:100]!r} = {e['train']}")
+        for e in lk["examples"]["normalized"]:
+            w(f"  normalized: {e['where']}: {e['latex'][:100]!r} ~ {e['train']}: {e['train_latex'][:100]!r} "
+              f"(both {e['normalized'][:100]!r})")
+        for e in lk["examples"]["not_normalizable"]:
+            w(f"  not normalizable: {e['where']}: {e['latex'][:100]!r}: {e['detail']}")
+        if lk["max_leak"] is not None:
+            w(f"  --max-leak {lk['max_leak']:g}: " + ("EXCEEDED" if lk["exceeded"] else "within"))
     if r["lines_per_second"]:
         w(f"throughput: {r['lines_per_second']} lines/s ({r['seconds']} s)")
     return "\n".join(out)
 
 
-def check_sources(names: Iterable[str], checker: CorpusCheck, fmt: str = "auto", progress: bool = False
-                  ) -> CorpusCheck:
-    """Run checker over files ('-' = stdin). Raises OSError for a file that cannot be opened."""
-    start = time.perf_counter()
+def _sources(names: Iterable[str], fmt: str, progress: bool, opened) -> Iterator[Iterable[Line | Skipped]]:
+    """Each file's records in turn ('-' = stdin), after opened(display name); the file is closed when
+    the next one is asked for. Raises OSError for a file that cannot be opened, NotACorpus for a binary one."""
     for name in names:
         stream, display = open_source(name)
         try:
             refuse_binary(stream, display)
-            checker.files.append(display)
+            opened(display)
             records = read_corpus(stream, display, fmt)
             if progress:
                 from tqdm import tqdm
                 records = tqdm(records, desc=display, unit=" lines", leave=False)
-            pending: list[Line] = []
-            for rec in records:
-                if isinstance(rec, Skipped):
-                    checker.add_skipped(rec)
-                else:
-                    pending.append(rec)
-                    if len(pending) == BLOCK_LINES:
-                        checker.add_many(pending)
-                        pending = []
-            checker.add_many(pending)
+            yield records
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-    checker.elapsed = time.perf_counter() - start
+
+
+def read_train(names: Iterable[str], leakage: Leakage, fmt: str = "auto", progress: bool = False) -> Leakage:
+    """Index the training corpora of a --against check."""
+    start = time.perf_counter()
+    for records in _sources(names, fmt, progress, leakage.train_files.append):
+        leakage.add_train(records)
+    leakage.train_seconds = time.perf_counter() - start
+    return leakage
+
+
+def check_sources(names: Iterable[str], checker: CorpusCheck, fmt: str = "auto", progress: bool = False,
+                  leakage: Leakage | None = None) -> CorpusCheck:
+    """Run checker (and leakage, when given: its training corpora read already) over files ('-' = stdin).
+    Raises OSError for a file that cannot be opened."""
+    start = time.perf_counter()
+
+    def opened(display: str) -> None:
+        checker.files.append(display)
+        if leakage is not None:
+            leakage.start_file(display)
+
+    for records in _sources(names, fmt, progress, opened):
+        pending: list[Line] = []
+        for rec in records:
+            if isinstance(rec, Skipped):
+                checker.add_skipped(rec)
+            else:
+                pending.append(rec)
+                if len(pending) == BLOCK_LINES:
+                    checker.add_many(pending)
+                    if leakage is not None:
+                        leakage.add_timed(pending)
+                    pending = []
+        checker.add_many(pending)
+        if leakage is not None:
+            leakage.add_timed(pending)
+    checker.elapsed = time.perf_counter() - start - (leakage.test_seconds if leakage is not None else 0.0)
     return checker
 
 
@@ -433,7 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m tokenizer.check",
         description="Check a LaTeX label corpus: lexing, validation, round trips, SAT lengths, inventories.",
-        epilog="Exit status: 0 every accepted line round-trips; 1 some line does not; 2 usage error.")
+        epilog="Exit status: 0 every accepted line round-trips; 1 some line does not, or the leakage exceeds "
+               "--max-leak (without --max-leak, --against only reports); 2 usage error.")
     p.add_argument("files", nargs="+", help="corpus files, one expression a line or name<TAB>latex; '-' = stdin")
     p.add_argument("--format", choices=FORMATS, default="auto",
                    help="force plain lines or name<TAB>latex (default: detect per file)")
@@ -448,6 +633,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="clean CROHME InkML truths first ($...$, entities, \\lt/\\gt, line breaks)")
     p.add_argument("--show", type=int, default=3, metavar="N", help="examples to show per class (default 3)")
     p.add_argument("--top", type=int, default=15, metavar="K", help="inventory entries to list (default 15)")
+    p.add_argument("--against", nargs="+", action="extend", metavar="TRAIN",
+                   help="training corpora: report how many labels of FILES also occur in them, exactly and "
+                        "after normalization, per file (give it after FILES, or repeat it)")
+    p.add_argument("--max-leak", type=float, metavar="FRACTION",
+                   help="with --against: exit 1 when more than FRACTION (0..1) of the labels occur in the "
+                        "training corpora after normalization (default: report only)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar (default: when standard error is a terminal)")
@@ -459,8 +650,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_len < 1 or args.show < 0 or args.top < 0 or args.min_count < 1:
         parser.error("--max-len and --min-count must be >= 1, --show and --top >= 0")
-    if args.files.count("-") > 1:
+    if args.files.count("-") + (args.against or []).count("-") > 1:
         parser.error("'-' (standard input) can be given once")
+    if args.max_leak is not None and (args.against is None or not 0 <= args.max_leak <= 1):
+        parser.error("--max-leak needs --against and a fraction from 0 to 1")
     vocab = None
     if args.vocab:
         try:
@@ -469,9 +662,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--vocab: {exc}")
     checker = CorpusCheck(vocab=vocab, max_len=args.max_len, extended=args.extended, do_normalize=args.normalize,
                           crohme=args.crohme, show=args.show)
+    leakage = Leakage(crohme=args.crohme, show=args.show) if args.against else None
     try:
         progress = sys.stderr.isatty() if args.progress is None else args.progress
-        check_sources(args.files, checker, args.format, progress=progress)
+        if leakage is not None:
+            read_train(args.against, leakage, args.format, progress=progress)
+        check_sources(args.files, checker, args.format, progress=progress, leakage=leakage)
     except OSError as exc:
         print(f"error: cannot read {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -479,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report = checker.report(top=args.top)
+    if leakage is not None:
+        report["leakage"] = leakage.report(args.max_leak)
     if args.vocab_out:
         out_vocab = SATVocab.from_counts(+checker.symbols, +checker.modifiers, extended=args.extended,
                                          min_count=args.min_count)
@@ -496,7 +694,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.vocab_out:
             v = report["vocab_out"]
             print(f"vocabulary saved to {v['path']}: {v['symbols']} symbols, {v['modifiers']} modifiers")
-    return 1 if checker.round_trip_failures() else 0
+    leaked = leakage is not None and report["leakage"]["exceeded"]
+    return 1 if checker.round_trip_failures() or leaked else 0
 
 
 def _run() -> int:
