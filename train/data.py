@@ -67,16 +67,23 @@ def split_labels(table, normalized: bool) -> list[str]:
     return out
 
 
+def read_labels(split_dir: Path, normalized: bool) -> tuple:
+    """(table, labels) of a split: its shards memory-mapped and the `latex` column as `split_labels` gives it."""
+    table = load_split(split_dir)
+    return table, split_labels(table, normalized)
+
+
 def load_split_data(split_dir: Path, vocab: SATVocab | TokenVocab, max_len: int, *, drop_invalid: bool = True,
-                    forest_depths: int = 0, keep_all: bool = False, normalized: bool = False) -> SplitData:
+                    forest_depths: int = 0, keep_all: bool = False, normalized: bool = False,
+                    labelled: tuple | None = None) -> SplitData:
     """Encode every label of a split.
 
     keep_all: keep rows whose label cannot be encoded (evaluation must score every sample: their
     targets are all PAD and only the reference string is used).
     normalized: use tokenizer.normalize(label) as the target and reference.
+    labelled: read_labels(split_dir, normalized), when the caller already has it.
     """
-    table = load_split(split_dir)
-    latex = split_labels(table, normalized)
+    table, latex = labelled if labelled is not None else read_labels(split_dir, normalized)
     errors = table.column("label_error").to_pylist() if "label_error" in table.column_names else [None] * len(latex)
     rows, labels = [], []
     names = ["tokens"] if isinstance(vocab, TokenVocab) else ["symbols", "modifiers"]

@@ -25,7 +25,7 @@ from tokenizer import SATVocab, TokenVocab
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, from_dict, to_dict
-from .data import ShardDataset, collate, epoch_batches, load_split_data
+from .data import ShardDataset, collate, epoch_batches, load_split_data, read_labels
 from .inference import vocab_from_dict, vocab_to_dict
 
 SCHEDULE_KEYS = ("lr", "warmup_steps", "schedule", "min_lr_ratio", "epochs", "max_steps", "max_minutes", "batch_size")
@@ -76,13 +76,11 @@ def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None =
     return cfg.lr
 
 
-def build_vocab(cfg: TrainConfig, split_dir: Path) -> SATVocab | TokenVocab:
-    from datasets_prep.shards import load_split
+def build_vocab(cfg: TrainConfig, split_dir: Path, labelled: tuple | None = None) -> SATVocab | TokenVocab:
+    """The vocabulary of the training split; `labelled` = read_labels(...) when the caller has it."""
+    from .data import read_labels
 
-    from .data import split_labels
-
-    table = load_split(split_dir)
-    labels = split_labels(table, cfg.normalize_labels)
+    table, labels = labelled if labelled is not None else read_labels(split_dir, cfg.normalize_labels)
     if "label_error" in table.column_names and cfg.drop_invalid:
         errs = table.column("label_error").to_pylist()
         labels = [lab for lab, e in zip(labels, errs) if not e]
@@ -145,12 +143,14 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
         torch.backends.cudnn.allow_tf32 = True
 
     state = load_checkpoint(ckpt_path) if resume and ckpt_path.exists() else None
+    train_dir = Path(cfg.data) / cfg.train_split
+    labelled = read_labels(train_dir, cfg.normalize_labels)  # read and normalized once, for vocab and data
     if state is not None:
         vocab = vocab_from_dict(state["vocab"])
     else:
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
-        vocab = build_vocab(cfg, Path(cfg.data) / cfg.train_split)
+        vocab = build_vocab(cfg, train_dir, labelled)
     mcfg = cfg.model
     if mcfg.kind == "ar":
         mcfg.num_tokens = len(vocab.tokens)
@@ -167,8 +167,8 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
             what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
             log(f"[train] note: resuming {ckpt_path} at step {state['step']} with a changed schedule ({what}); "
                 f"the learning rate follows the new schedule from here (use --fresh to start over)")
-    data = load_split_data(Path(cfg.data) / cfg.train_split, vocab, mcfg.max_len, drop_invalid=cfg.drop_invalid,
-                           forest_depths=mcfg.forest_depths, normalized=cfg.normalize_labels)
+    data = load_split_data(train_dir, vocab, mcfg.max_len, drop_invalid=cfg.drop_invalid,
+                           forest_depths=mcfg.forest_depths, normalized=cfg.normalize_labels, labelled=labelled)
     if not len(data.rows):
         raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
     dataset = ShardDataset(data, mcfg.image_size)
