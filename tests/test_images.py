@@ -280,3 +280,24 @@ def _round_trip(tmp_path: Path, inputs: list[Path], to: str, limit: int):
 def test_round_trip_on_real_crohme(shared_data, tmp_path, to):
     crohme = shared_data / "crohme"
     _round_trip(tmp_path, [crohme / "train", crohme / "test2014"], to, limit=60)
+
+
+def test_bttr_layout_without_img_folder(tmp_path):
+    d = tmp_path / "bttr" / "2019"
+    d.mkdir(parents=True)
+    for i in range(2):
+        (d / f"f{i}.bmp").write_bytes(bmp(ink_image(i, white_on_black=True)))
+    (d / "caption.txt").write_text("f0 x + 1\nf1 y - 2\n")  # space-separated, as CoMER splits on whitespace
+    s = convert("comer", [tmp_path / "bttr"], tmp_path / "o", size=SIZE, workers=1)
+    assert s["split_names"] == ["2019"] and s["totals"]["rows"] == 2
+    assert load_split(tmp_path / "o" / "2019").column("latex").to_pylist() == ["x + 1", "y - 2"]
+
+
+def test_tamer_hme100k_names_with_jpg_either_side(tmp_path):
+    d = tmp_path / "hme100k" / "test"
+    d.mkdir(parents=True)
+    (d / "images.pkl").write_bytes(pickle.dumps({"test_1.jpg": ink_image(1), "test_2": ink_image(2)}))
+    (d / "caption.txt").write_text("test_1.jpg\ta\ntest_2.jpg\tb\n")
+    s = convert("tamer", [tmp_path / "hme100k"], tmp_path / "o", size=SIZE, workers=1)
+    assert s["totals"]["rows"] == 2 and s["totals"]["quarantined"] == 0
+    assert load_split(tmp_path / "o" / "test").column("sample_id").to_pylist() == ["test_1", "test_2"]

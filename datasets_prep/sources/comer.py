@@ -1,8 +1,10 @@
-"""CoMER / BTTR / PosFormer's `data.zip`: `data/<split>/caption.txt` + `data/<split>/img/<name>.bmp`.
+"""CoMER / PosFormer's `data.zip`: `data/<split>/caption.txt` + `data/<split>/img/<name>.bmp`; BTTR's
+older layout without `img/` (`<split>/<name>.bmp`) too.
 
 Inputs: the zip itself, the extracted `data/` folder, or one split folder (`data/2014`). Each split
 folder holding a `caption.txt` is a split (`train`, `2014`, `2016`, `2019`); a caption line is the
-image name, whitespace, and the space-tokenized label. The sample id is the image name.
+image name, whitespace, and the space-tokenized label (CoMER splits it on whitespace: the name is the
+first field). The sample id is the image name.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ def _image_key(name: str) -> tuple[str, str] | None:
     p = PurePosixPath(name)
     if len(p.parts) >= 3 and p.parent.name == IMAGE_DIR:
         return split_name(p.parent.parent.name), strip_image_suffix(p.name)
+    if len(p.parts) >= 2:  # BTTR: images beside caption.txt
+        return split_name(p.parent.name), strip_image_suffix(p.name)
     return None
 
 

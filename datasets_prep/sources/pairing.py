@@ -33,9 +33,9 @@ class Layout:
     describe: str = "a label file"                       # what a user should have given, for errors
 
 
-def caption_lines(data: bytes, where: str) -> Iterator[LabelRecord | InkError]:
+def caption_lines(data: bytes, where: str, strip: bool = True) -> Iterator[LabelRecord | InkError]:
     """`name<whitespace>latex` per line, as WAP/BTTR/CoMER/TAMER captions and HME100K labels are
-    written; the name may carry its image extension (`train_0.jpg`), which is dropped."""
+    written; the name may carry its image extension (`train_0.jpg`), which is dropped with `strip`."""
     from tokenizer.corpus import Skipped, read_corpus
 
     for rec in read_corpus(io.BytesIO(data), where, fmt="caption"):
@@ -43,7 +43,7 @@ def caption_lines(data: bytes, where: str) -> Iterator[LabelRecord | InkError]:
             yield InkError(f"{where}:{rec.lineno}", "label", f"label line skipped ({rec.reason}): {rec.detail}",
                            f"label-{rec.reason}")
         elif rec.name is not None:
-            yield strip_image_suffix(rec.name), rec.latex, f"{where}:{rec.lineno}"
+            yield (strip_image_suffix(rec.name) if strip else rec.name), rec.latex, f"{where}:{rec.lineno}"
 
 
 def jsonl_lines(data: bytes, where: str) -> Iterator[LabelRecord | InkError]:

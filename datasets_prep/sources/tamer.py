@@ -13,7 +13,7 @@ from pathlib import Path
 from ..readers import InkError
 from ..safe_pickle import MAX_PICKLE_BYTES, PickleRefused, load_images
 from .base import Context, Item, rel, split_name
-from .pairing import caption_lines
+from .pairing import caption_lines, strip_image_suffix
 from .raster import KIND, load, sample_id  # noqa: F401  (the source's interface)
 
 PICKLE = "images.pkl"
@@ -50,7 +50,13 @@ def _split(d: Path, base: Path, ctx: Context) -> Iterator[Item | InkError]:
     if why:
         yield InkError(pkl, "read", why, "bad-pickle")
     seen: dict[str, str] = {}
-    for rec in caption_lines((d / CAPTION).read_bytes(), where):
+    used: set[str] = set()
+    try:
+        captions = (d / CAPTION).read_bytes()
+    except OSError as e:
+        yield InkError(where, "read", f"cannot read: {e.strerror or e}", "unreadable")
+        return
+    for rec in caption_lines(captions, where, strip=False):
         if isinstance(rec, InkError):
             yield rec
             continue
@@ -59,10 +65,12 @@ def _split(d: Path, base: Path, ctx: Context) -> Iterator[Item | InkError]:
             yield InkError(at, "label", f"name {name!r} already labelled at {seen[name]}", "duplicate-name")
             continue
         seen[name] = at
-        if name not in images:
+        key = name if name in images else strip_image_suffix(name)  # HME100K's captions say `test_4.jpg`
+        if key not in images:
             yield InkError(at, "read", f"no image {name!r} in {pkl}" + (f" ({why})" if why else ""), "missing-image")
             continue
-        yield Item(split, f"{pkl}:{name}", label=label, name=name, pixels=images[name])
+        used.add(key)
+        yield Item(split, f"{pkl}:{key}", label=label, name=strip_image_suffix(name), pixels=images[key])
     for name in images:
-        if name not in seen:
+        if name not in used:
             yield InkError(f"{pkl}:{name}", "label", f"no caption names this image in {where}", "no-label")
