@@ -305,7 +305,8 @@ def _count_files(paths: list[Path], src: str) -> int | None:
     if any(not p.is_dir() for p in paths) or src == "tamer":
         return None
     from .sources.pairing import IMAGE_SUFFIXES
-    suffixes = (".inkml",) if sources_mod.get(src).KIND == "ink" else IMAGE_SUFFIXES
+    kind = sources_mod.get(src).KIND
+    suffixes = (".inkml",) if kind == "ink" else IMAGE_SUFFIXES if kind == "image" else (".inkml", *IMAGE_SUFFIXES)
     return sum(f.lower().endswith(suffixes) for p in paths for _, _, files in os.walk(p) for f in files)
 
 

@@ -1,6 +1,7 @@
 """The source seam: one module per dataset, each turning the user's inputs into work items.
 
-A source module has `KIND` ("ink" or "image"), `items(path, ctx)` (Items and InkErrors for one
+A source module has `KIND` ("ink", "image" or "mixed": offered by the InkML command, the image
+command, or both), `items(path, ctx)` (Items and InkErrors for one
 input, in a fixed order: folders by sorted relative path, archives by member order, never by
 timing, so shards are the same whatever the worker count and a resumed run sees the same chunks),
 `load(item, opts) -> Sample` (in a worker) and `sample_id(item, sample)`. Adding a dataset means
@@ -13,15 +14,15 @@ from pathlib import Path
 from types import ModuleType
 
 from ..readers import InkError
-from . import comer, crohme, folder, hme100k, mathwriting, tamer
+from . import comer, crohme, crohme2023, folder, hme100k, mathwriting, tamer
 from .base import Context, Item, Sample, sort_splits, split_name
 
 SOURCES: dict[str, ModuleType] = {
-    "mathwriting": mathwriting, "crohme": crohme,
+    "mathwriting": mathwriting, "crohme": crohme, "crohme2023": crohme2023,
     "comer": comer, "tamer": tamer, "hme100k": hme100k, "folder": folder,
 }
-INK_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND == "ink")
-IMAGE_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND == "image")
+INK_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("ink", "mixed"))
+IMAGE_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("image", "mixed"))
 
 
 def get(name: str) -> ModuleType:

@@ -37,6 +37,7 @@ class Item:
     glyph: dict | None = None
     label: str | None = None
     name: str | None = None          # the sample's name in its label file (image sources)
+    label_at: str | None = None      # where the label came from: `caption.txt:12`, a `.lg` file
     pixels: np.ndarray | None = None  # an already decoded image (TAMER's images.pkl)
     id_prefix: str = ""              # set when another input already gave this split the same path
 

@@ -139,7 +139,7 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
                            "duplicate-name")
             continue
         used.add(key)
-        yield Item(split, name, label=labels[key][0], name=got[1], **where)
+        yield Item(split, name, label=labels[key][0], name=got[1], label_at=labels[key][1], **where)
     for key, (label, where) in labels.items():
         if key not in used:
             yield InkError(where, "read", f"the image for {key[1]!r} (split {key[0]!r}) is missing", "missing-image")

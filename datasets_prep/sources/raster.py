@@ -33,7 +33,7 @@ def load(item: Item, opts) -> Sample:
             gray = to_gray_on_white(decode(read_bytes(item, opts.max_bytes)))
     except ImageError as e:
         raise InkError(item.path, "image", str(e), "bad-image") from None
-    return Sample(latex, raw, {"name": item.name or ""}, pixels=gray)
+    return Sample(latex, raw, {"name": item.name or "", "label_at": item.label_at or ""}, pixels=gray)
 
 
 def gray_from_array(a: np.ndarray, max_pixels: int = 40_000_000) -> np.ndarray:

@@ -70,7 +70,7 @@ def _split(d: Path, base: Path, ctx: Context) -> Iterator[Item | InkError]:
             yield InkError(at, "read", f"no image {name!r} in {pkl}" + (f" ({why})" if why else ""), "missing-image")
             continue
         used.add(key)
-        yield Item(split, f"{pkl}:{key}", label=label, name=strip_image_suffix(name), pixels=images[key])
+        yield Item(split, f"{pkl}:{key}", label=label, name=strip_image_suffix(name), label_at=at, pixels=images[key])
     for name in images:
         if name not in used:
             yield InkError(f"{pkl}:{name}", "label", f"no caption names this image in {where}", "no-label")
