@@ -37,6 +37,7 @@ def main() -> int:
     ap.add_argument("--input", default=str(REPO.parent / "shared/data/crohme/test2014"))
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    args.input = str(Path(args.input).resolve())
     n = sum(1 for p in Path(args.input).rglob("*") if p.suffix.lower() == ".inkml")
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "old"
