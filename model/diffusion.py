@@ -16,32 +16,53 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import SATVocab
 
-from .layers import DecoderBlock, position_table
+from .layers import DecoderBlock, OfficialDecoderBlock, position_table, sincos_1d
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK  # the same ids in the symbol and the modifier vocabulary
 
 
 class SATDecoder(nn.Module):
-    """Bidirectional decoder over (symbol, modifier) positions; input emb = E_sym + E_mod + E_pos."""
+    """Bidirectional decoder over (symbol, modifier) positions; input emb = E_sym + E_mod + E_pos.
+
+    Ours by default: learned positions at the embeddings' 0.02 scale, a table per stream, pre-norm
+    blocks with a 4x GELU MLP. The official implementation's choices, each one switch (docs/model.md):
+    `pos="fixed"` (unit-amplitude sin-cos, N(0, 1) embeddings), `shared_table` (one table for symbols
+    and modifiers, modifier ids after the symbols'), `block="official"` (post-add blocks with LayerNorm
+    inside every projection, a d_model-wide ReLU feed-forward, LayerNorm -> Linear heads)."""
 
     def __init__(self, num_symbols: int, num_modifiers: int, max_len: int, dim: int, depth: int,
                  heads: int, mem_dim: int, dropout: float = 0.0, forest_depths: int = 0,
-                 pos_init: str = "random"):
+                 pos_init: str = "random", pos: str = "learned", shared_table: bool = False,
+                 block: str = "prenorm"):
         super().__init__()
-        self.max_len = max_len
-        self.sym_emb = nn.Embedding(num_symbols, dim)
-        self.mod_emb = nn.Embedding(num_modifiers, dim)
-        self.pos_emb = nn.Parameter(position_table(max_len, dim, pos_init))
-        # same scale for all three (GPT-style 0.02): with nn.Embedding's default N(0, 1) the position
-        # signal is 50x weaker than E_sym(MASK) + E_mod(MASK), every masked position looks the same,
-        # and the decoder predicts one symbol everywhere
-        nn.init.normal_(self.sym_emb.weight, std=0.02)
-        nn.init.normal_(self.mod_emb.weight, std=0.02)
+        if pos not in ("learned", "fixed") or block not in ("prenorm", "official"):
+            raise ValueError(f"dec_pos must be learned|fixed and dec_block prenorm|official, got {pos!r}, {block!r}")
+        self.max_len, self.num_symbols, self.shared_table = max_len, num_symbols, shared_table
+        if shared_table:
+            self.table = nn.Embedding(num_symbols + num_modifiers, dim)
+        else:
+            self.sym_emb = nn.Embedding(num_symbols, dim)
+            self.mod_emb = nn.Embedding(num_modifiers, dim)
+        if pos == "fixed":
+            self.register_buffer("pos_emb", sincos_1d(max_len, dim)[None], persistent=False)
+        else:
+            self.pos_emb = nn.Parameter(position_table(max_len, dim, pos_init))
+            # same scale for all three (GPT-style 0.02): with nn.Embedding's default N(0, 1) the position
+            # signal is 50x weaker than E_sym(MASK) + E_mod(MASK), every masked position looks the same,
+            # and the decoder predicts one symbol everywhere
+            for table in ([self.table] if shared_table else [self.sym_emb, self.mod_emb]):
+                nn.init.normal_(table.weight, std=0.02)
         self.drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
-        self.norm = nn.LayerNorm(dim)
-        self.sym_head = nn.Linear(dim, num_symbols)
-        self.mod_head = nn.Linear(dim, num_modifiers)
+        if block == "official":
+            self.blocks = nn.ModuleList(OfficialDecoderBlock(dim, heads, mem_dim, dropout) for _ in range(depth))
+            self.norm = nn.Identity()
+            self.sym_head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, num_symbols))
+            self.mod_head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, num_modifiers))
+        else:
+            self.blocks = nn.ModuleList(DecoderBlock(dim, heads, mem_dim, dropout=dropout) for _ in range(depth))
+            self.norm = nn.LayerNorm(dim)
+            self.sym_head = nn.Linear(dim, num_symbols)
+            self.mod_head = nn.Linear(dim, num_modifiers)
         # optional PosFormer-style position-forest heads: nesting level and relation (M/L/R)
         self.forest_depths = forest_depths
         if forest_depths:
@@ -54,7 +75,11 @@ class SATDecoder(nn.Module):
 
     def forward(self, symbols: torch.Tensor, modifiers: torch.Tensor,
                 mem_kv: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        x = self.sym_emb(symbols) + self.mod_emb(modifiers) + self.pos_emb[:, : symbols.shape[1]]
+        if self.shared_table:
+            tokens = self.table(symbols) + self.table(modifiers + self.num_symbols)
+        else:
+            tokens = self.sym_emb(symbols) + self.mod_emb(modifiers)
+        x = tokens + self.pos_emb[:, : symbols.shape[1]].to(tokens.dtype)
         x = self.drop(x)
         for block, kv in zip(self.blocks, mem_kv):
             x = block(x, kv)

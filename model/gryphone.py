@@ -36,6 +36,9 @@ class ModelConfig:
     num_tokens: int = 0                   # ar only
     forest_depths: int = 0                # >0 adds position-forest heads (levels 0..forest_depths-1)
     dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
+    dec_pos: str = "learned"              # diffusion decoder positions: "learned" | "fixed" (official: unit sin-cos)
+    dec_shared_table: bool = False        # diffusion decoder: one embedding table for symbols and modifiers (official)
+    dec_block: str = "prenorm"            # diffusion decoder blocks: "prenorm" | "official" (post-add, normed projections)
     encoder_init: str = ""                # start the encoder from this file (gryphone checkpoint, DINO/timm/HF weights)
     decoder_init: str = ""                # start the decoder (and reader) from this AR baseline checkpoint
     aux_reader_weight: float = 0.0        # >0: a causal SAT reader on the encoder, trained with this weight (diffusion only)
@@ -80,7 +83,8 @@ class GryphOne(_Recognizer):
         super().__init__(cfg)
         self.decoder = SATDecoder(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,
                                   cfg.dec_heads, cfg.enc_dim, cfg.dropout, cfg.forest_depths,
-                                  pos_init=cfg.dec_pos_init)
+                                  pos_init=cfg.dec_pos_init, pos=cfg.dec_pos, shared_table=cfg.dec_shared_table,
+                                  block=cfg.dec_block)
 
         # training only: a left-to-right reader that teaches the encoder glyphs (model/aux_reader.py)
         self.reader = SATCausalReader(cfg.num_symbols, cfg.num_modifiers, cfg.max_len, cfg.dec_dim, cfg.dec_depth,

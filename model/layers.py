@@ -116,6 +116,33 @@ class DecoderBlock(nn.Module):
         return x + self.mlp(self.norm3(x))
 
 
+class NormedAttention(Attention):
+    """The official GryphOne decoder's attention: every projection (q, k/v, out) is LayerNorm -> Linear."""
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0, kv_dim: int | None = None):
+        super().__init__(dim, heads, dropout, kv_dim)
+        self.q = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim))
+        self.kv = nn.Sequential(nn.LayerNorm(kv_dim or dim), nn.Linear(kv_dim or dim, 2 * dim))
+        self.proj = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim))
+
+
+class OfficialDecoderBlock(nn.Module):
+    """The official implementation's block layout (docs/model.md): self-attention, cross-attention and a
+    d_model-wide ReLU feed-forward, each added to its input (post-add, no pre-norm), with LayerNorm
+    inside every projection; dropout on the attention weights. Bidirectional only."""
+
+    def __init__(self, dim: int, heads: int, mem_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.self_attn = NormedAttention(dim, heads, dropout)
+        self.cross_attn = NormedAttention(dim, heads, dropout, kv_dim=mem_dim)
+        self.ff = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim), nn.ReLU(), nn.LayerNorm(dim), nn.Linear(dim, dim))
+
+    def forward(self, x: torch.Tensor, mem_kv: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x = x + self.self_attn(x)
+        x = x + self.cross_attn(x, kv=mem_kv)
+        return x + self.ff(x)
+
+
 def sincos_1d(n: int, dim: int) -> torch.Tensor:
     """Fixed 1D sin-cos table [n, dim]."""
     if dim % 2:

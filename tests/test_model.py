@@ -351,3 +351,45 @@ def test_diffusion_grad_scale_changes_the_encoder_gradient_not_the_loss():
         grads.append(model.encoder.blocks[0].attn.q.weight.grad.clone())
     assert losses[0] == pytest.approx(losses[1]) == pytest.approx(losses[2])
     assert torch.allclose(grads[1], 0.25 * grads[0], atol=1e-6) and grads[2].abs().max() == 0
+
+
+@pytest.mark.parametrize("opts", [{"dec_pos": "fixed"}, {"dec_shared_table": True}, {"dec_block": "official"},
+                                  {"dec_pos": "fixed", "dec_shared_table": True, "dec_block": "official"}])
+def test_official_decoder_options_train_and_reload(opts, tmp_path):
+    """Each official-implementation switch builds, learns (the loss falls on one batch) and reloads exactly."""
+    torch.manual_seed(0)
+    cfg = tiny_cfg(**opts)
+    model = build_model(cfg)
+    if opts.get("dec_pos") == "fixed":
+        assert not isinstance(model.decoder.pos_emb, torch.nn.Parameter)
+        assert abs(float(model.decoder.pos_emb.abs().max()) - 1.0) < 1e-6  # unit amplitude, not learned
+    if opts.get("dec_shared_table"):
+        assert model.decoder.table.num_embeddings == cfg.num_symbols + cfg.num_modifiers
+    batch = {"symbols": torch.randint(3, cfg.num_symbols, (4, cfg.max_len)),
+             "modifiers": torch.randint(3, cfg.num_modifiers, (4, cfg.max_len))}
+    images = torch.rand(4, 1, *cfg.image_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for step in range(40):
+        out = model.loss(images, batch, torch.Generator().manual_seed(step))
+        opt.zero_grad()
+        out["loss"].backward()
+        opt.step()
+        losses.append(float(out["ce"]))
+    assert losses[-1] < 0.8 * losses[0]
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    again = build_model(cfg)
+    again.load_state_dict(torch.load(tmp_path / "m.pt", weights_only=True))
+    model.eval(), again.eval()
+    mem = model.memory_kv(images)
+    a = model.decoder(batch["symbols"], batch["modifiers"], mem)["sym"]
+    b = again.decoder(batch["symbols"], batch["modifiers"], again.memory_kv(images))["sym"]
+    assert torch.equal(a, b)
+
+
+def test_decoder_init_refuses_the_official_layout(tmp_path):
+    from train.pretrain import decoder_from_reader
+
+    model = build_model(tiny_cfg(dec_block="official"))
+    with pytest.raises(ValueError, match="dec_block=prenorm"):
+        decoder_from_reader(model, None, tmp_path / "ar.pt")
