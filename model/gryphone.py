@@ -165,7 +165,8 @@ def flops_per_image(cfg: ModelConfig, train: bool = True) -> float:
     enc = cfg.enc_depth * (2 * n_patch * 12 * d * d + 2 * 2 * n_patch * n_patch * d)
     enc += 2 * n_patch * d * cfg.patch * cfg.patch  # patch embedding
     dd = cfg.dec_dim
-    per_layer = 2 * L * (4 * dd * dd + 8 * dd * dd + 2 * dd * dd) + 2 * 2 * L * L * dd + 2 * 2 * L * n_patch * dd
+    ff = 2 * dd * dd if (cfg.kind == "diffusion" and cfg.dec_block == "official") else 8 * dd * dd  # d- or 4d-wide
+    per_layer = 2 * L * (4 * dd * dd + ff + 2 * dd * dd) + 2 * 2 * L * L * dd + 2 * 2 * L * n_patch * dd
     mem_kv = cfg.dec_depth * 2 * n_patch * d * 2 * dd
     heads = 2 * L * dd * (cfg.num_symbols + cfg.num_modifiers + cfg.num_tokens)
     views = 2 if (cfg.kind == "diffusion" and cfg.loss.rmml and train) else 1

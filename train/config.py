@@ -123,11 +123,14 @@ def _crohme_cpu() -> TrainConfig:
 
 def _paper() -> TrainConfig:
     """The published recipe, with the official implementation's choices where the paper is silent
-    (docs/training.md): streams masked independently with t ~ U(0, 1), KL to a detached target, the
-    keep-visible sampler evaluated beside the paper's, grad-norm clip 10, 100 warm-up steps. Start the
-    encoder from DINO ViT-S/8 weights with `model.encoder_init=PATH` where you have them."""
+    (docs/training.md, docs/model.md): the official decoder (fixed unit sin-cos positions, one table
+    for symbols and modifiers, post-add blocks with normed projections), streams masked independently
+    with t ~ U(0, 1), KL to a detached target, the keep-visible sampler evaluated beside the paper's,
+    grad-norm clip 10, 100 warm-up steps. Start the encoder from DINO ViT-S/8 weights with
+    `model.encoder_init=PATH` where you have them."""
     m = ModelConfig(image_size=(224, 224), patch=8, enc_dim=384, enc_depth=12, enc_heads=6, dec_dim=384,
                     dec_depth=5, dec_heads=8, dropout=0.3, max_len=150,
+                    dec_pos="fixed", dec_shared_table=True, dec_block="official",
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
     return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
                        lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, grad_clip=10.0,
