@@ -301,3 +301,25 @@ def test_tamer_hme100k_names_with_jpg_either_side(tmp_path):
     s = convert("tamer", [tmp_path / "hme100k"], tmp_path / "o", size=SIZE, workers=1)
     assert s["totals"]["rows"] == 2 and s["totals"]["quarantined"] == 0
     assert load_split(tmp_path / "o" / "test").column("sample_id").to_pylist() == ["test_1", "test_2"]
+
+
+@pytest.mark.parametrize("binarize", [False, True])
+def test_predict_builds_for_an_image_the_tensor_training_reads(tmp_path, binarize):
+    """An image converted by datasets_prep.images and the same file given to train.predict (with the
+    shards' settings, as the checkpoint carries them) reach the model as the same tensor."""
+    from train.data import image_to_tensor
+    from train.predict import load_input
+    from train.trainer import render_settings
+
+    d = tmp_path / "mine"
+    d.mkdir()
+    rgb = np.stack([ink_image(4)] * 3, -1)
+    rgb[..., 0] = np.clip(rgb[..., 0].astype(int) + 30, 0, 255)  # a tinted, photo-like background
+    Image.fromarray(rgb, "RGB").save(d / "a.png")
+    (d / "labels.tsv").write_text("a\tx\n")
+    convert("folder", [d], tmp_path / "o", size=SIZE, margin=5.0, workers=1, binarize=binarize)
+    render = render_settings(tmp_path / "o")
+    assert render["margin"] == 5.0 and render["binarize"] is binarize
+    shard = image_to_tensor(load_split(tmp_path / "o" / "mine").column("image")[0]["bytes"].as_py(), SIZE)
+    got, _ = load_input(d / "a.png", SIZE, render=render)
+    assert float((got - shard).abs().max()) <= 1.0 / 255 + 1e-6

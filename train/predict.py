@@ -18,6 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .checkpoint import CheckpointError
@@ -59,7 +60,10 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
         return torch.from_numpy(arr)[None], reference
     try:
         margin = {"margin": render["margin"]} if render and "margin" in render else {}
-        return torch.from_numpy(image_to_canvas(data, size, binarize=binarize, **margin))[None], None
+        binarize = binarize or bool(render and render.get("binarize"))  # as the image shards were made
+        canvas = image_to_canvas(data, size, binarize=binarize, **margin)
+        # the shards store 8-bit PNG: quantize the same way, so the model sees the same values
+        return torch.from_numpy((np.rint(canvas * 255.0) / 255.0).astype("float32"))[None], None
     except ImageError as exc:
         raise ValueError(str(exc)) from None
 

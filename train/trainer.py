@@ -316,6 +316,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
 
 
 RENDER_KEYS = ("size", "stroke_width", "margin", "antialias")
+OPTIONAL_RENDER_KEYS = ("binarize",)  # image shards; absent from older summaries
 
 
 def render_settings(data_root: Path) -> dict | None:
@@ -323,7 +324,7 @@ def render_settings(data_root: Path) -> dict | None:
     renders a new ink exactly the same way; None for shards that do not say."""
     try:
         opts = json.loads((Path(data_root) / "summary.json").read_text())["options"]
-        return {k: opts[k] for k in RENDER_KEYS}
+        return {k: opts[k] for k in RENDER_KEYS} | {k: opts[k] for k in OPTIONAL_RENDER_KEYS if k in opts}
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
