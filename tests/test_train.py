@@ -296,7 +296,8 @@ def test_predict_builds_for_an_inkml_file_the_tensor_training_reads(tmp_path):
             stroke_width=3.5, margin=5.0, antialias="best")
     ckpt = train(micro_cfg(root / "shards", tmp_path / "run", "max_steps=1"))
     model, vocab, mcfg, state = load_model(ckpt)
-    assert state["render"] == {"size": [64, 64], "stroke_width": 3.5, "margin": 5.0, "antialias": "best"}
+    assert state["render"] == {"size": [64, 64], "stroke_width": 3.5, "margin": 5.0, "antialias": "best",
+                               "binarize": False}
     data = load_split_data(root / "shards" / "train", vocab, mcfg.max_len, keep_all=True)
     dataset = ShardDataset(data, mcfg.image_size)
     paths = data.table.column("path").to_pylist()
