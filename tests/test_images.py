@@ -323,3 +323,18 @@ def test_predict_builds_for_an_image_the_tensor_training_reads(tmp_path, binariz
     shard = image_to_tensor(load_split(tmp_path / "o" / "mine").column("image")[0]["bytes"].as_py(), SIZE)
     got, _ = load_input(d / "a.png", SIZE, render=render)
     assert float((got - shard).abs().max()) <= 1.0 / 255 + 1e-6
+
+
+@pytest.mark.parametrize("name,count", [("hme100k_test.tsv", 24607), ("crohme2014_test_captions.txt", 986),
+                                        ("crohme2014_train_captions.txt", 8835)])
+def test_real_label_files_read_as_captions(shared_data, name, count):
+    """The real HME100K and WAP/CoMER caption files, as the image sources read them: every line a
+    (name, label), no line lost, non-ASCII characters (the CJK punctuation of HME100K) kept."""
+    from datasets_prep.sources.pairing import caption_lines
+
+    recs = list(caption_lines((shared_data / "latex" / name).read_bytes(), name))
+    bad = [r for r in recs if not isinstance(r, tuple)]
+    assert not bad and len(recs) == count
+    assert len({r[0] for r in recs}) == count  # names are unique
+    if name.startswith("hme100k"):
+        assert any("\u3001" in r[1] or "\u3002" in r[1] for r in recs)
