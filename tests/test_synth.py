@@ -1,4 +1,4 @@
-"""Unit tests of the synthesizer: parsing and canonical labels, layout geometry, style, determinism."""
+"""Unit tests of the synthesizer: normalized truths, the adapter, layout geometry, style, determinism."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ from datasets_prep.ink import Ink
 from datasets_prep.synth import Style, SynthError, canonical_label, random_label, synthesize
 from datasets_prep.synth import glyphs
 from datasets_prep.synth.labels import CROHME_SYMBOLS
-from datasets_prep.synth.latex import lex, parse, to_spaced
+from datasets_prep.synth.latex import parse_label, spaced
 
 
 def symbols_of(ink: Ink) -> list[tuple[str, tuple[float, float, float, float]]]:
@@ -33,7 +33,7 @@ def find(syms, label, k=0):
     return [b for lab, b in syms if lab == label][k]
 
 
-# ---- canonical labels -----------------------------------------------------------------------------
+# ---- canonical labels: the truth is tokenizer.normalize(label) --------------------------------
 @pytest.mark.parametrize("raw, canonical", [
     ("x^2", "x^{2}"),
     ("x^2_i", "x_{i}^{2}"),
@@ -42,56 +42,67 @@ def find(syms, label, k=0):
     (r"\dfrac{a}{b}", r"\frac{a}{b}"),
     ("f'(x)", r"f^{\prime}(x)"),
     ("f''", r"f^{\prime\prime}"),
-    (r"f ^ { ' } ( x )", r"f^{\prime}(x)"),
+    (r"f ^ { ' } ( x )", r"f^{'}(x)"),
     (r"{}^{14}C", r"{}^{14}C"),
     (r"\sqrt [ 3 ] { x }", r"\sqrt[3]{x}"),
-    (r"\left( \frac12 \right)", r"\left(\frac{1}{2}\right)"),
-    (r"\left. x \right|", r"\left.x\right|"),
-    (r"\begin{matrix}1&0\\0&1\end{matrix}", r"\begin{matrix}1&0\\0&1\end{matrix}"),
-    (r"\begin{pmatrix}a&&b\\c&d&\end{pmatrix}", r"\begin{pmatrix}a&&b\\c&d&\end{pmatrix}"),
-    (r"\sum\limits_{i=1}^{n}", r"\sum\limits_{i=1}^{n}"),
+    (r"\left( \frac12 \right)", r"(\frac{1}{2})"),
+    (r"\left. x \right|", r"x|"),
+    (r"\big( x \Big)", r"(x)"),
+    (r"\begin{matrix}1&0\\0&1\end{matrix}", r"\begin{matrix}1&0\\ 0&1\end{matrix}"),
+    (r"\begin{pmatrix}a&&b\\c&d&\end{pmatrix}", r"\begin{pmatrix}a&&b\\ c&d&\end{pmatrix}"),
+    (r"\begin{array}{cc}a&b\end{array}", r"\begin{matrix}a&b\end{matrix}"),
+    (r"\sum\limits_{i=1}^{n}", r"\sum_{i=1}^{n}"),
     (r"\lim_{x\to0}", r"\lim_{x\rightarrow0}"),
     (r"\alpha x", r"\alpha x"),
-    (r"\text{if }x", r"\text{if }x"),
-    (r"a\,b\quad c", r"a\,b\quad c"),
+    (r"\text{if }x", r"\text{if}x"),
+    (r"\mbox{a b}", r"\text{a b}"),
+    (r"a\,b\quad c", r"abc"),
     (r"\hat x + \vec{v} + \overline{ab}", r"\hat{x}+\vec{v}+\overline{ab}"),
     (r"\not=", r"\not="),
     (r"\mathbb{R}^{n}", r"\mathbb{R}^{n}"),
+    (r"\operatorname{sin}x", r"\sin x"),
     (r"a^{b^{c}}", r"a^{b^{c}}"),
     (r"{a^{b}}^{c}", r"{a^{b}}^{c}"),
     (r"\{x\}_{i}", r"\{x\}_{i}"),
     (r"\displaystyle x", "x"),
     (r"x \le y \ne z", r"x\leq y\neq z"),
+    ("αβ", r"\alpha\beta"),
 ])
-def test_canonical_label(raw, canonical):
-    assert canonical_label(raw) == canonical
-    assert canonical_label(canonical) == canonical
+def test_canonical_label_is_the_tokenizers_normal_form(raw, canonical):
+    from tokenizer import normalize
+
+    assert canonical_label(raw) == canonical == normalize(raw)
+    assert canonical_label(canonical) == canonical == normalize(canonical)
+    ink = synthesize(raw, np.random.default_rng(0))
+    assert ink.annotations["label"] == ink.annotations["normalizedLabel"] == canonical
 
 
 @pytest.mark.parametrize("bad, reason", [
-    ("x^{2}^{3}", "double superscript"),
-    ("x_1_2", "double subscript"),
-    ("x^", "missing argument"),
-    ("}x", "unbalanced"),
+    ("x^{2}^{3}", "double-script"),
+    ("x_1_2", "double-script"),
+    ("x^", "missing-argument"),
+    ("}x", "unbalanced-brace"),
     ("x{", "expected '}'"),
-    ("\\", "lone trailing backslash"),
-    ("x \\", "lone trailing backslash"),
+    ("\\", "trailing-backslash"),
+    ("x \\", "trailing-backslash"),
     (r"\foo{x}", "unsupported command \\foo"),
-    ("αβ", "unsupported character"),
     ("你好", "unsupported character"),
+    (r"\text{\alpha}", "commands inside \\text"),
     ("", "no visible symbol"),
     ("   ", "no visible symbol"),
     ("{}", "no visible symbol"),
-    (r"\left( x", "\\left without \\right"),
-    (r"x \right)", "\\right without \\left"),
+    (r"\left( x", "unpaired-left"),
+    (r"x \right)", "unpaired-right"),
     (r"a & b", "outside a matrix"),
     (r"\begin{tabular}{c}x\end{tabular}", "unsupported environment"),
-    (r"\begin{matrix}x", "without \\end{matrix}"),
-    (r"\frac{a}", "missing argument"),
+    (r"\begin{matrix}x", "expected '\\\\end{matrix}'"),
+    (r"\frac{a}", "missing-argument"),
     (r"^{2}", "no base"),
-    ("{" * 200 + "x" + "}" * 200, "nesting deeper"),
-    (r"\sqrt" * 200 + "x", "nesting deeper"),
-    ("x" + "^{x" * 100 + "}" * 100, "nesting deeper"),
+    (r"\sqrt[]{x}", "empty root index"),
+    (r"\not", "\\not needs a symbol"),
+    ("{" * 250 + "x" + "}" * 250, "nest"),
+    (r"\sqrt" * 200 + "x", "nest"),
+    ("x" + "^{x" * 100 + "}" * 100, "nest"),
     ("x+" * 2000 + "1", "label too long"),
 ], ids=lambda v: v if len(v) < 40 else f"{v[:20]}...({len(v)} chars)")
 def test_unsupported_is_reported_with_reason(bad, reason):
@@ -102,15 +113,30 @@ def test_unsupported_is_reported_with_reason(bad, reason):
     assert bad in str(e.value) or repr(bad) in str(e.value)
 
 
-def test_lexer_keeps_text_spaces_and_merges_environments():
-    assert lex(r"\begin{pmatrix*}") == [r"\begin{pmatrix*}"]
-    assert lex(r"\text{a b}") == ["\\text", "{", "a", " ", "b", "}"]
-    assert lex(r"a\ b") == ["a", "\\ ", "b"]
+def test_truth_tokens_and_text_spaces():
+    from tokenizer import tokenize
+
+    norm, toks, _ = parse_label(r"\text{a  b} + x")
+    assert norm == r"\text{a b}+x" and toks == tokenize(norm)
+    assert spaced(toks) == r"\text{a b} + x"  # a text group stays one chunk: its space is content
+    ink = synthesize(r"\text{a  b} + x", np.random.default_rng(0))
+    assert ink.annotations["symbolLabels"].split("\t") == [r"\text{a b}", "+", "x"]
 
 
 def test_spaced_truth_is_space_tokenized():
-    assert to_spaced(parse(r"\frac{1}{x}+\sqrt[3]{y}")) == r"\frac { 1 } { x } + \sqrt [ 3 ] { y }"
-    assert to_spaced(parse(r"\left(x\right)")) == r"\left ( x \right )"
+    assert spaced(parse_label(r"\frac{1}{x}+\sqrt[3]{y}")[1]) == r"\frac { 1 } { x } + \sqrt [ 3 ] { y }"
+    assert spaced(parse_label(r"\left(x\right)")[1]) == r"( x )"
+
+
+def test_matching_delimiters_around_structure_become_fences():
+    from datasets_prep.synth.latex import Fence, Scripts, Sym
+    items = parse_label(r"(\frac{a}{b})^{2}")[2].items  # the script on ')' goes on the whole fence
+    assert len(items) == 1 and type(items[0]) is Scripts and type(items[0].base) is Fence
+    items = parse_label(r"\{x|x^{2}>0\}")[2].items  # the bar inside stays a symbol
+    assert [type(x) for x in items] == [Fence] and Sym("|") in items[0].body.items
+    assert all(type(x) is Sym for x in parse_label(r"[0,\frac{1}{2})")[2].items[:3])  # no match: symbols
+    assert [type(x) for x in parse_label(r"|\sqrt{x}|+|y|")[2].items] == [Fence] + [Sym] * 4
+    assert all(type(x) is Sym for x in parse_label("(a+b)")[2].items)  # around plain symbols: as written
 
 
 # ---- glyph inventory ------------------------------------------------------------------------------
@@ -268,10 +294,10 @@ def test_random_label_depth_and_length_control():
     rng = np.random.default_rng(0)
     flat = [random_label(rng, depth=0, length=5) for _ in range(200)]
     assert all(not any(c in lab for c in "^_{") for lab in flat)
-    from datasets_prep.synth.latex import tokens_of
+    from tokenizer import tokenize
 
     def visible(lab):
-        return sum(t not in "{}^_[]" for t in tokens_of(parse(lab)))
+        return sum(t not in "{}^_[]" for t in tokenize(lab))
     short = np.mean([visible(random_label(rng, depth=2, length=4)) for _ in range(300)])
     long = np.mean([visible(random_label(rng, depth=2, length=20)) for _ in range(300)])
     assert short < 8 < 14 < long
@@ -284,10 +310,10 @@ def test_random_label_depth_and_length_control():
 
 def test_random_labels_use_the_crohme_symbol_set_and_cover_it():
     rng = np.random.default_rng(1)
-    from datasets_prep.synth.latex import tokens_of
+    from tokenizer import tokenize
     seen = set()
     for _ in range(4000):
-        seen |= set(tokens_of(parse(random_label(rng, depth=3, length=12))))
+        seen |= set(tokenize(random_label(rng, depth=3, length=12)))
     seen -= set("{}^_")
     assert seen <= CROHME_SYMBOLS
     assert CROHME_SYMBOLS - seen <= {"\\limits"}

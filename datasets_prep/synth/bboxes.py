@@ -18,12 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenizer.normalize import SYNONYMS
+
 from ..ink import Ink
 from .errors import SynthError
 
-# Tokens whose box is drawn with a glyph of another label when none of their own exists.
-ALIASES = {"\\frac": "-", "\\overline": "-", "\\bar": "-", "\\underline": "-", "\\to": "\\rightarrow",
-           "\\rightarrow": "\\to", "\\le": "\\leq", "\\leq": "\\le", "\\ge": "\\geq", "\\geq": "\\ge"}
+# Tokens whose box is drawn with a glyph of another label when none of their own exists: bars, and
+# the other spellings of a symbol (tokenizer.normalize.SYNONYMS, the project's one synonym table,
+# read both ways: a `\to` box takes a `\rightarrow` glyph and the other way round).
+ALIASES: dict[str, list[str]] = {"\\frac": ["-"], "\\overline": ["-"], "\\bar": ["-"], "\\underline": ["-"]}
+for _a, _b in SYNONYMS.items():
+    ALIASES.setdefault(_a, []).append(_b)
+    ALIASES.setdefault(_b, []).append(_a)
 
 
 class BBoxInputError(ValueError):
@@ -74,7 +80,11 @@ class GlyphBank:
         return bank
 
     def pick(self, token: str, rng: np.random.Generator) -> list[np.ndarray] | None:
-        options = self.glyphs.get(token) or self.glyphs.get(ALIASES.get(token, ""), None)
+        options = self.glyphs.get(token)
+        for alias in ALIASES.get(token, ()) if not options else ():
+            options = self.glyphs.get(alias)
+            if options:
+                break
         if not options:
             return None
         return options[int(rng.integers(len(options)))]

@@ -1,5 +1,8 @@
 """`synthesize(latex, rng)`: one label in, one handwriting-like `Ink` out, label known by construction.
 
+The truth written is `tokenizer.normalize(latex)`, and what is drawn is the tokenizer's parse of that
+normalized label (`latex.parse_label`), so truth and ink agree and the truth is the form training uses.
+
 `synthesize_batch` does the same for many labels with one numeric pass (same inks, bit for bit,
 several times the throughput), which is what `generate()` uses.
 """
@@ -11,37 +14,40 @@ import numpy as np
 
 from ..ink import Ink
 from .errors import SynthError
-from .latex import join_tokens, parse, to_latex, tokens_of
+from .latex import parse_label, spaced
 from .layout import layout
 from .style import Marks, Style, render_batch
 
 
 def canonical_label(latex: str) -> str:
-    """The spelling the synthesizer writes for a label (raises SynthError if it cannot draw it)."""
-    return to_latex(parse(latex))
+    """The spelling the synthesizer writes for a label: `tokenizer.normalize(latex)` (raises SynthError
+    if it cannot draw it)."""
+    return parse_label(latex)[0]
 
 
 def _prepare(latex: str, rng: np.random.Generator, style: Style | None):
-    """Parse, lay out and make every random draw of one ink (in a fixed order): (marks, tokens, symbols)."""
-    if not isinstance(latex, str):
-        raise SynthError(repr(latex), "label is not a string")
+    """Normalize, parse, lay out and make every random draw of one ink (in a fixed order):
+    (marks, (normalized label, its tokens), symbols)."""
+    norm, tokens, tree = parse_label(latex)
     try:
-        tree = parse(latex)
         if style is None:
             style = Style.sample(rng)
-        gaps = 1.0 + style.gap_jitter * rng.standard_normal(64)
-        box, symbols = layout(tree, latex, font=style.font, gap=style.gap, gaps=np.maximum(gaps, 0.2))
-        return Marks(box, style, rng), tokens_of(tree), symbols
-    except RecursionError:  # the parser bounds nesting; this is only a backstop
+        gaps = rng.standard_normal(64)
+        gaps *= style.gap_jitter
+        gaps += 1.0
+        np.maximum(gaps, 0.2, out=gaps)
+        box, symbols = layout(tree, latex, font=style.font, gap=style.gap, gaps=gaps)
+        return Marks(box, style, rng), (norm, tokens), symbols
+    except RecursionError:  # the adapter bounds nesting; this is only a backstop
         raise SynthError(latex, "expression nested too deeply") from None
 
 
-def _ink(tokens: list[str], symbols: list[str], strokes: list[np.ndarray], sids: list[int]) -> Ink:
-    canonical = join_tokens(tokens)
+def _ink(label: tuple[str, list[str]], symbols: list[str], strokes: list[np.ndarray], sids: list[int]) -> Ink:
+    canonical, tokens = label
     ann = {
         "label": canonical,
         "normalizedLabel": canonical,
-        "truth": f"${' '.join(tokens)}$",
+        "truth": f"${spaced(tokens)}$",
         "strokeSymbols": " ".join(map(str, sids)),
         "symbolLabels": "\t".join(symbols),
     }
@@ -52,9 +58,10 @@ def synthesize(latex: str, rng: np.random.Generator, *, style: Style | None = No
     """Draw `latex` as handwriting.
 
     Returns an Ink with X Y T strokes (ink units, y down, T in ms, monotonic) and annotations:
-    `label` and `normalizedLabel` (the canonical label), `truth` (CROHME-style `$...$`, space-tokenized)
-    plus two synthesizer-only keys for CROHME's segmentation: `strokeSymbols` (the symbol index of
-    each stroke, space-separated) and `symbolLabels` (each symbol's LaTeX, tab-separated).
+    `label` and `normalizedLabel` (`tokenizer.normalize(latex)`), `truth` (the same, CROHME-style:
+    `$...$`, space-tokenized) plus two synthesizer-only keys for CROHME's segmentation:
+    `strokeSymbols` (the symbol index of each stroke, space-separated) and `symbolLabels` (each
+    symbol's LaTeX, tab-separated).
     Raises SynthError(label, reason) on anything it cannot draw. Without `style`, a random writer
     is drawn from `rng`.
     """

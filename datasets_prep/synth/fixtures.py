@@ -38,19 +38,20 @@ It is deterministic (seed {seed}): running it again with the same code rewrites 
 `tests/test_synth_files.py` checks that the committed files are exactly what the command writes, so a
 change to the synthesizer must come with regenerated fixtures. Each train split begins
 with {n_show} hand-picked labels that exercise every layout construct (fractions, roots with an index,
-limits, integrals, sized delimiters, a matrix, accents, primes); the rest are random well-formed
-labels over the CROHME symbol set (about {length} visible symbols each, nesting depth <= 2).
+limits, integrals, delimiters sized to their content, a matrix, accents, primes); the rest are random
+well-formed labels over the CROHME symbol set (about {length} visible symbols each, nesting depth <= 2).
 Glyphs are the public-domain Hershey stroke fonts (via the MIT-licensed `Hershey-Fonts` package)
 placed by the layout engine in `datasets_prep/synth/` and varied per writer and per glyph (slant,
 size, spacing, rotation, baseline drift, bent strokes, pen timing). No file here is derived from
 any dataset; they are MIT-licensed with the project.
 
-- MathWriting style: `<16 hex>.inkml`, `X Y T` traces (T in ms), `label` = `normalizedLabel`
-  (canonical: braced scripts, `\\frac{{a}}{{b}}`), `splitTagOriginal` = the split,
+- MathWriting style: `<16 hex>.inkml`, `X Y T` traces (T in ms), `label` = `normalizedLabel` =
+  `tokenizer.normalize` of the label drawn (the form training uses), `splitTagOriginal` = the split,
   `inkCreationMethod` = `boundingBoxes` (glyphs placed into layout boxes, as MathWriting's own
   synthetic inks are), `labelCreationMethod` = `synthetic` for generated labels.
 - CROHME style: `X Y` integer traces, `truth` as `$...$` space-tokenized LaTeX (like the 2014
-  files), and the per-symbol segmentation as `traceGroup`s (a fraction bar is `-`).
+  files; the same normalized label), and the per-symbol segmentation as `traceGroup`s (a fraction
+  bar is `-`).
 """
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 
@@ -38,6 +39,8 @@ class Template:
     n: int = 0          # number of points (cached for the vectorized renderer)
     span: float = 0.0   # top + bottom (twice the vertical centre)
     centred: np.ndarray | None = None  # (2, P): x row and y row relative to the glyph centre
+    geom: tuple = ()    # (width, span, bottom - top), gathered per glyph by style._glyph_maps
+    rev_order: tuple = ()  # (stroke starts, point order) with the strokes in reverse order (style._reorder)
 
     @property
     def num_strokes(self) -> int:
@@ -74,7 +77,11 @@ def make_template(strokes: list[np.ndarray], width: float | None = None, *, pad:
     w = ink_w + 2 * pad if width is None else width
     top, bottom = float(pts[:, 1].min()), float(pts[:, 1].max())
     centred = np.ascontiguousarray((pts - np.array([w / 2, (top + bottom) / 2])).T)
-    return Template(pts, tuple(starts), float(w), top, bottom, len(pts), top + bottom, centred)
+    ends = starts[1:] + [len(pts)]
+    rev_points = np.concatenate([np.arange(a, b) for a, b in zip(starts[::-1], ends[::-1])])
+    rev_starts = tuple(accumulate([b - a for a, b in zip(starts[::-1], ends[::-1])][:-1], initial=0))
+    return Template(pts, tuple(starts), float(w), top, bottom, len(pts), top + bottom, centred,
+                    (float(w), top + bottom, bottom - top), (rev_starts, rev_points))
 
 
 @lru_cache(maxsize=None)

@@ -2,7 +2,7 @@
 
 The generator builds expressions from a small grammar (terms joined by operators, at most one
 relation, scripts, fractions, roots, fences, functions, big operators with limits), so every label
-is well formed by construction; `random_label` returns the canonical spelling the synthesizer writes.
+is well formed by construction; `random_label` returns it normalized, as the synthesizer writes it.
 `depth` bounds the nesting of structures; `length` is the typical number of visible symbols.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .latex import parse, to_latex
+from tokenizer import normalize
 
 # The CROHME 2014 symbol inventory (101 symbols as tokenized in the WAP captions).
 LOWER = list("abcdefghijklmnopqrstuvwxyz")
@@ -149,7 +149,7 @@ class _Gen:
 
 
 def random_label(rng: np.random.Generator, *, depth: int = 2, length: int = 8) -> str:
-    """A random well-formed label over the CROHME symbol set, in the synthesizer's canonical form.
+    """A random well-formed label over the CROHME symbol set, normalized (`tokenizer.normalize`).
 
     depth: maximum nesting of scripts/fractions/roots/fences (0 = flat); length: typical number of
     visible symbols (the actual count varies around it).
@@ -158,7 +158,7 @@ def random_label(rng: np.random.Generator, *, depth: int = 2, length: int = 8) -
         raise ValueError("depth must be >= 0 and length >= 1")
     target = max(1, int(round(length * (0.6 + 0.8 * rng.random()))))
     g = _Gen(rng, depth, target)
-    return to_latex(parse(g.expr(depth)))
+    return normalize(g.expr(depth))
 
 
 def read_label_file(path: Path) -> list[tuple[int, str]]:

@@ -1,554 +1,228 @@
-"""A small LaTeX math parser for the synthesizer: label -> layout tree -> canonical label.
+"""Synth's view of a label: the tokenizer's parse tree, adapted to the nodes the layout engine draws.
 
-The synthesizer needs structure (what is a fraction, a script, a radicand) to place glyphs, and it
-must write back a label that is known by construction. Parsing and re-serializing gives both: the
-tree drives the layout and `to_latex(tree)` is the one canonical spelling written into the files
-(braced scripts, subscript before superscript, `\\frac{a}{b}`, `'` as `^{\\prime}`, compact).
-
-Only what the layout engine can draw is accepted; anything else raises `SynthError` with the label
-and the reason, so a batch run can record it and go on.
+The project has one grammar and one canonical spelling, both in `tokenizer/`. A label is normalized
+(`tokenizer.normalize`), the normalized label is parsed by the tokenizer (`tokenizer.validate`), and
+that tree is adapted here to layout nodes (`layout.Sym`, `Row`, `Frac`, ...). What is drawn is the
+normalized label, and the normalized label is the truth written into the files: a fixed point of
+`tokenizer.normalize` by construction. What stays here is layout knowledge: which commands the
+engine can draw and which symbols have a glyph; matching delimiters around structure become a
+`Fence` that grows with its content, as a hand draws it (normalize keeps the delimiters, not
+\\left/\\right). Anything the engine cannot draw raises `SynthError(label, reason)`.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from tokenizer import LatexError, normalize, tokenize, validate
+from tokenizer.grammar import Command, Env, Group, Scripts as _TScripts
+from tokenizer.lexer import TEXT_SPACE
 
 from .errors import SynthError
 from .glyphs import BIG_OPERATORS, FUNCTIONS, known_symbols
+from .layout import Accent, Fence, Font, Frac, Matrix, Not, Row, Scripts, Sqrt, Stack, Sym, Text
 
-# MathWriting's token classes, plus `\begin{name*}` merged and whitespace kept (it matters in \text).
-_TOKEN_RE = re.compile(r"\\(?:begin\{[a-zA-Z*]+\}|end\{[a-zA-Z*]+\}|operatorname\*|[a-zA-Z]+|[^a-zA-Z])|\s+|.",
-                       re.S)
-
-ACCENTS = {"\\hat", "\\widehat", "\\bar", "\\overline", "\\vec", "\\overrightarrow", "\\tilde",
-           "\\widetilde", "\\dot", "\\ddot", "\\check", "\\breve", "\\underline", "\\acute", "\\grave",
-           "\\boxed"}
-FONTS = {"\\mathrm", "\\mathbf", "\\mathit", "\\mathsf", "\\mathtt", "\\mathbb", "\\mathcal",
-         "\\mathscr", "\\mathfrak", "\\boldsymbol", "\\bm", "\\operatorname", "\\operatorname*"}
-TEXTS = {"\\text", "\\mbox", "\\textrm", "\\textit", "\\textbf", "\\mathnormal"}
-FRACS = {"\\frac", "\\dfrac", "\\tfrac", "\\cfrac"}
-STACKS = {"\\overset", "\\underset", "\\stackrel", "\\binom", "\\dbinom", "\\tbinom"}
-SPACES = {"\\,": 0.17, "\\:": 0.22, "\\;": 0.28, "\\!": -0.08, "\\quad": 1.0, "\\qquad": 2.0,
-          "~": 0.3, "\\ ": 0.3, "\\enspace": 0.5, "\\thinspace": 0.17}
-STYLES = {"\\displaystyle", "\\textstyle", "\\scriptstyle", "\\scriptscriptstyle"}  # invisible: dropped
-SIZED = {"\\big", "\\Big", "\\bigg", "\\Bigg", "\\bigl", "\\bigr", "\\Bigl", "\\Bigr", "\\biggl",
-         "\\biggr", "\\Biggl", "\\Biggr"}
-DELIMITERS = {"(", ")", "[", "]", "|", "\\{", "\\}", "\\|", "\\langle", "\\rangle", "/", ".",
-              "\\lbrace", "\\rbrace", "\\vert", "\\Vert", "\\lbrack", "\\rbrack", "\\lvert", "\\rvert",
-              "\\lVert", "\\rVert"}
-MATRIX_ENVS = {"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "smallmatrix", "array",
-               "cases", "aligned", "align", "align*", "gathered", "split"}
-_SYNONYMS = {"\\to": "\\rightarrow", "\\le": "\\leq", "\\ge": "\\geq", "\\ne": "\\neq", "\\lt": "<",
-             "\\gt": ">", "\\gets": "\\leftarrow", "\\lbrace": "\\{", "\\rbrace": "\\}",
-             "\\lbrack": "[", "\\rbrack": "]", "\\vert": "|", "\\dfrac": "\\frac", "\\tfrac": "\\frac",
-             "\\cfrac": "\\frac", "\\dbinom": "\\binom", "\\tbinom": "\\binom", "\\Vert": "\\|",
-             "\\implies": "\\Rightarrow", "\\land": "\\wedge", "\\lor": "\\vee", "\\lnot": "\\neg",
-             "\\dots": "\\ldots", "\\geqslant": "\\geq", "\\leqslant": "\\leq", "\\bot": "\\perp",
-             "\\lvert": "|", "\\rvert": "|", "\\lVert": "\\|", "\\rVert": "\\|"}
-
-
+ACCENTS = frozenset({"\\hat", "\\widehat", "\\bar", "\\overline", "\\vec", "\\overrightarrow", "\\tilde",
+                     "\\widetilde", "\\dot", "\\ddot", "\\check", "\\breve", "\\underline", "\\acute", "\\grave",
+                     "\\boxed"})
+FONTS = frozenset({"\\mathrm", "\\mathbf", "\\mathsf", "\\mathtt", "\\mathbb", "\\mathcal", "\\mathscr",
+                   "\\mathfrak", "\\boldsymbol", "\\bm", "\\operatorname", "\\operatorname*"})
+TEXTS = frozenset({"\\text", "\\textit", "\\textbf"})  # normalize spells \mbox, \textrm, ... as \text
+STACKS = frozenset({"\\overset", "\\underset", "\\stackrel", "\\binom"})
+MATRIX_ENVS = frozenset({"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "cases", "aligned",
+                         "align", "align*", "gathered", "split"})  # normalize renames array -> matrix
+FENCES = {"(": ")", "[": "]", "\\{": "\\}", "\\langle": "\\rangle", "|": "|", "\\|": "\\|"}
+_CLOSERS = frozenset(FENCES.values())
+_DELIMS = _CLOSERS | set(FENCES)
+SEPARATORS = frozenset({"&", "\\\\"})
 MAX_TOKENS = 1500  # the longest real handwritten labels have a few hundred
 MAX_DEPTH = 60  # far beyond handwritten math; keeps every later recursive pass inside Python's stack
-
-# ---- tree -------------------------------------------------------------------------------------
-@dataclass
-class Sym:
-    """A visible symbol: a character or a symbol command (`x`, `+`, `\\alpha`, `\\sin`, `\\sum`)."""
-
-    name: str
-    limits: str = ""  # "\\limits" / "\\nolimits" as written after a big operator
-
-
-@dataclass
-class Row:
-    """A horizontal list; `braced` rows were `{...}` in the label and keep their braces."""
-
-    items: list = field(default_factory=list)
-    braced: bool = False
-
-
-@dataclass
-class Scripts:
-    base: object
-    sub: Row | None = None
-    sup: Row | None = None
-    primes: int = 0  # sup made of `'`s, which merge with a following ^{...}
-
-
-@dataclass
-class Frac:
-    num: Row
-    den: Row
-
-
-@dataclass
-class Stack:
-    """\\overset{top}{base}, \\underset{bottom}{base}, \\stackrel, \\binom{n}{k}."""
-
-    kind: str
-    first: Row
-    second: Row
-
-
-@dataclass
-class Sqrt:
-    body: Row
-    index: Row | None = None
-
-
-@dataclass
-class Accent:
-    kind: str
-    body: Row
-
-
-@dataclass
-class Font:
-    kind: str
-    body: Row
-
-
-@dataclass
-class Text:
-    kind: str
-    text: str
-
-
-@dataclass
-class Space:
-    cmd: str
-
-
-@dataclass
-class LeftRight:
-    left: str
-    body: Row
-    right: str
-
-
-@dataclass
-class Sized:
-    """`\\big(` and friends: a delimiter drawn larger than text."""
-
-    size: str
-    delim: str
-
-
-@dataclass
-class Matrix:
-    env: str
-    rows: list[list[Row]]
-    colspec: str = ""
-
-
-@dataclass
-class Not:
-    body: object
-
-
-# ---- lexer -------------------------------------------------------------------------------------
-def lex(latex: str) -> list[str]:
-    """Tokens of a label, whitespace runs kept as ' ' (significant only inside \\text)."""
-    toks = _TOKEN_RE.findall(latex)
-    for i, t in enumerate(toks):
-        if t[0].isspace():
-            toks[i] = " "
-        elif t[0] == "\\" and len(t) <= 2:
-            if t == "\\":
-                raise SynthError(latex, "lone trailing backslash")
-            if t[1].isspace():
-                toks[i] = "\\ "
-    return toks
-
-
-# ---- parser ------------------------------------------------------------------------------------
-class _Parser:
-    def __init__(self, latex: str):
-        self.latex = latex
-        self.toks = lex(latex)
-        if len(self.toks) > MAX_TOKENS:
-            raise SynthError(latex, f"label too long to be handwriting ({len(self.toks)} tokens, at most {MAX_TOKENS})")
-        self.i = 0
-        self.depth = 0
-        self.known = _KNOWN
-
-    def fail(self, reason: str):
-        raise SynthError(self.latex, f"{reason} (at token {self.i})")
-
-    def peek(self, skip_space: bool = True) -> str | None:
-        if skip_space:
-            while self.i < len(self.toks) and self.toks[self.i] == " ":
-                self.i += 1
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self) -> str:
-        t = self.peek()
-        if t is None:
-            self.fail("unexpected end of label")
-        self.i += 1
-        return t
-
-    def expect(self, tok: str):
-        t = self.peek()
-        if t != tok:
-            self.fail(f"expected {tok!r}, found {t!r}" if t is not None else f"expected {tok!r} at end")
-        self.i += 1
-
-    def parse(self) -> Row:
-        row = self.row(stop=())
-        if self.peek() is not None:
-            self.fail(f"unexpected {self.peek()!r}")
-        if not _has_ink(row):
-            raise SynthError(self.latex, "label has no visible symbol")
-        return row
-
-    def row(self, stop: tuple[str, ...]) -> Row:
-        items: list = []
-        while True:
-            t = self.peek()
-            if t is None or t in stop:
-                return Row(items)
-            if t == "}":
-                self.fail("unbalanced '}'")
-            if t in ("^", "_"):
-                self.i += 1
-                self.attach_script(items, t)
-                continue
-            if t == "'":
-                self.i += 1
-                self.attach_prime(items)
-                continue
-            if t in ("\\limits", "\\nolimits"):
-                self.i += 1
-                base = items[-1] if items else None
-                if not isinstance(base, Sym) or base.name not in BIG_OPERATORS | FUNCTIONS:
-                    self.fail(f"{t} must follow a big operator")
-                base.limits = t
-                continue
-            if t in ("&", "\\\\"):
-                self.fail(f"{t!r} outside a matrix environment")
-            if t in STYLES:
-                self.i += 1
-                continue
-            items.append(self.atom())
-
-    def attach_script(self, items: list, kind: str):
-        if not items:
-            self.fail(f"'{kind}' has no base (write {{}}{kind}{{...}} for a prescript)")
-        base = items[-1]
-        if not isinstance(base, Scripts):
-            base = Scripts(base)
-            items[-1] = base
-        arg = self.argument()
-        if kind == "_":
-            if base.sub is not None:
-                self.fail("double subscript")
-            base.sub = arg
-        else:
-            if base.sup is not None and not base.primes:
-                self.fail("double superscript")
-            if base.primes:
-                base.sup = Row(base.sup.items + arg.items)
-                base.primes = 0
-            else:
-                base.sup = arg
-
-    def attach_prime(self, items: list):
-        if not items:  # `^{'}` as CROHME writes it: the prime symbol itself
-            items.append(Sym("\\prime"))
-            return
-        base = items[-1]
-        if not isinstance(base, Scripts):
-            base = Scripts(base)
-            items[-1] = base
-        if base.sup is not None and not base.primes:
-            self.fail("prime after a superscript")
-        if base.sup is None:
-            base.sup = Row([])
-        base.sup.items.append(Sym("\\prime"))
-        base.primes += 1
-
-    def group(self) -> Row:
-        self.expect("{")
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            self.fail(f"nesting deeper than {MAX_DEPTH} groups")
-        r = self.row(stop=("}",))
-        self.depth -= 1
-        self.expect("}")
-        return r
-
-    def argument(self) -> Row:
-        """A command or script argument: `{...}` or one token (`x^2`, `\\frac12`, `x^\\alpha`)."""
-        t = self.peek()
-        if t is None:
-            self.fail("missing argument")
-        if t == "{":
-            return self.group()
-        if t in ("}", "^", "_", "&", "\\\\", "'") or t.startswith("\\end"):
-            self.fail(f"missing argument before {t!r}")
-        if len(t) == 1 and not t.startswith("\\") and len(self.toks[self.i]) == 1:
-            self.i += 1
-            return Row([self.symbol(t)])
-        return Row([self.atom()])
-
-    def symbol(self, name: str) -> Sym:
-        name = _SYNONYMS.get(name, name)
-        if name not in self.known:
-            what = f"command {name}" if name.startswith("\\") else f"character {name!r}"
-            self.fail(f"unsupported {what} (no glyph)")
-        return Sym(name)
-
-    def atom(self):
-        self.depth += 1
-        try:
-            if self.depth > MAX_DEPTH:
-                self.fail(f"nesting deeper than {MAX_DEPTH} levels")
-            return self._atom()
-        finally:
-            self.depth -= 1
-
-    def _atom(self):
-        t = self.take()
-        if t == "{":
-            self.i -= 1
-            g = self.group()
-            g.braced = True
-            return g
-        if t in FRACS:
-            return Frac(self.argument(), self.argument())
-        if t in STACKS:
-            return Stack(_SYNONYMS.get(t, t), self.argument(), self.argument())
-        if t == "\\sqrt":
-            index = None
-            if self.peek() == "[":
-                self.i += 1
-                index = self.row(stop=("]",))
-                self.expect("]")
-                if not _has_ink(index):
-                    self.fail("empty root index")
-            return Sqrt(self.argument(), index)
-        if t in ACCENTS:
-            return Accent(t, self.argument())
-        if t in FONTS:
-            return Font(t, self.argument())
-        if t in TEXTS:
-            return Text(t, self.raw_group())
-        if t in SPACES:
-            return Space(t)
-        if t == "\\left":
-            left = self.delimiter()
-            body = self.row(stop=("\\right",))
-            if self.peek() != "\\right":
-                self.fail("\\left without \\right")
-            self.i += 1
-            return LeftRight(left, body, self.delimiter())
-        if t == "\\right":
-            self.fail("\\right without \\left")
-        if t in SIZED:
-            return Sized(t, self.delimiter())
-        if t.startswith("\\begin{"):
-            return self.matrix(t[7:-1])
-        if t.startswith("\\end{"):
-            self.fail(f"{t} without \\begin")
-        if t == "\\not":
-            nxt = self.peek()
-            if nxt is None or nxt in ("{", "}", "^", "_"):
-                self.fail("\\not needs a symbol")
-            return Not(self.symbol(self.take()))
-        if t in ("[", "]") or len(t) == 1 or t.startswith("\\"):
-            return self.symbol(t)
-        self.fail(f"unsupported token {t!r}")
-
-    def delimiter(self) -> str:
-        t = self.take()
-        t = _SYNONYMS.get(t, t)
-        if t not in DELIMITERS:
-            self.fail(f"{t!r} is not a delimiter")
-        return t
-
-    def raw_group(self) -> str:
-        """The literal content of `{...}` (spaces kept) for \\text and \\mbox."""
-        self.expect("{")
-        out, depth = [], 0
-        while True:
-            if self.i >= len(self.toks):
-                self.fail("unterminated \\text group")
-            t = self.toks[self.i]
-            self.i += 1
-            if t == "{":
-                depth += 1
-            elif t == "}":
-                if depth == 0:
-                    break
-                depth -= 1
-            out.append(t)
-        text = "".join(out)
-        for ch in text:
-            if ch != " " and ch not in self.known and ch not in "{}":
-                self.fail(f"unsupported character {ch!r} in text")
-        if "\\" in text or "{" in text:
-            self.fail("commands inside \\text are not supported")
-        return text
-
-    def matrix(self, env: str):
-        if env not in MATRIX_ENVS:
-            self.fail(f"unsupported environment {env!r}")
-        colspec = ""
-        if env == "array":
-            colspec = self.raw_group()
-            if not colspec or any(c not in "lcr| " for c in colspec):
-                self.fail(f"unsupported array column spec {colspec!r}")
-        end = f"\\end{{{env}}}"
-        rows: list[list[Row]] = [[]]
-        while True:
-            cell = self.row(stop=("&", "\\\\", end))
-            rows[-1].append(cell)
-            t = self.peek()
-            if t is None:
-                self.fail(f"\\begin{{{env}}} without {end}")
-            self.i += 1
-            if t == "&":
-                continue
-            if t == "\\\\":
-                if self.peek() == "[":  # row spacing like \\[2pt]: not handwritten
-                    self.fail("row spacing \\\\[..] is not supported")
-                rows.append([])
-                continue
-            break
-        if rows and len(rows) > 1 and all(not _has_ink(c) for c in rows[-1]):
-            rows.pop()  # trailing \\ before \end
-        return Matrix(env, rows, colspec)
-
-
-def _has_ink(node) -> bool:
-    if isinstance(node, Sym):
-        return True
-    if isinstance(node, Row):
-        return any(_has_ink(n) for n in node.items)
-    if isinstance(node, Scripts):
-        return _has_ink(node.base) or (node.sub is not None and _has_ink(node.sub)) or (
-            node.sup is not None and _has_ink(node.sup))
-    if isinstance(node, Text):
-        return bool(node.text.strip())
-    if isinstance(node, Space):
-        return False
-    if isinstance(node, Sized):
-        return node.delim != "."
-    return True
-
-
 _KNOWN = known_symbols() | FUNCTIONS | BIG_OPERATORS
+_DRAWN = _KNOWN - SEPARATORS  # '&' has a glyph, but in a label it separates matrix cells
 
 
-def parse(latex: str) -> Row:
-    """Parse a label into the layout tree; raises SynthError(label, reason) on anything unsupported."""
-    return _Parser(latex).parse()
+# ---- the adapter -------------------------------------------------------------------------------
+class _Adapter:
+    """Tokenizer grammar nodes (token indices into `toks`) -> layout nodes."""
+
+    __slots__ = ("label", "toks")
+
+    def __init__(self, label: str, toks: list[str]):
+        self.label, self.toks = label, toks
+
+    def fail(self, reason: str, at: int | None = None):
+        raise SynthError(self.label, reason if at is None else f"{reason} (at token {at})")
+
+    def row(self, nodes: list, depth: int) -> Row:
+        if depth > MAX_DEPTH:
+            self.fail(f"nesting deeper than {MAX_DEPTH} levels")
+        toks, items, delims = self.toks, [], False
+        i, n = 0, len(nodes)
+        while i < n:
+            x = nodes[i]
+            i += 1
+            if type(x) is int:
+                t = toks[x]
+                if t in _DRAWN:  # the common case: a symbol with a glyph
+                    items.append(Sym(t))
+                    delims = delims or t in _DELIMS
+                elif t == "\\not":
+                    if i == n or type(nodes[i]) is not int:
+                        self.fail("\\not needs a symbol", x)
+                    items.append(Not(self.symbol(nodes[i])))
+                    i += 1
+                else:
+                    items.append(self.symbol(x))
+            else:
+                if type(x) is _TScripts and type(x.base) is int and toks[x.base] in _DELIMS:
+                    delims = True
+                items.append(self.node(x, depth))
+        return Row(_fences(items) if delims else items)
+
+    def arg(self, a, depth: int) -> Row:
+        return self.row(a.body, depth + 1) if type(a) is Group else Row([self.node(a, depth + 1)])
+
+    def symbol(self, i: int) -> Sym:
+        t = self.toks[i]
+        if t in SEPARATORS:
+            self.fail(f"{t!r} outside a matrix environment", i)
+        if t not in _KNOWN:
+            if t.startswith("\\mathbb{"):
+                return Font("\\mathbb", Row([Sym(t[8])]))  # the lexer's one-token \mathbb{R}
+            what = f"command {t}" if t[0] == "\\" else f"character {t!r}"
+            self.fail(f"unsupported {what} (no glyph)", i)
+        return Sym(t)
+
+    def node(self, x, depth: int):
+        kind = type(x)
+        if kind is int:
+            return self.symbol(x)
+        if kind is Group:  # kept by normalize only where it means something: {}^{14}C, {a^{b}}^{c}
+            return self.row(x.body, depth + 1)
+        if kind is _TScripts:
+            if x.base is None:
+                at = x.sub_op if x.sub_op is not None else x.sup_op
+                self.fail(f"{self.toks[at]!r} has no base (write {{}}{self.toks[at]}{{...}} for a prescript)", at)
+            return Scripts(self.node(x.base, depth + 1), None if x.sub is None else self.arg(x.sub, depth),
+                           None if x.sup is None else self.arg(x.sup, depth))
+        if kind is Command:
+            return self.command(x, depth)
+        if kind is Env:
+            return self.matrix(x, depth)
+        self.fail(f"cannot lay out {kind.__name__}")  # \left, \middle: normalize removes them
+
+    def command(self, c: Command, depth: int):
+        name = self.toks[c.index]
+        args = c.args
+        if c.opt is not None and name != "\\sqrt":
+            self.fail(f"optional argument of {name} is not supported", c.index)
+        if name == "\\frac":
+            return Frac(self.arg(args[0], depth), self.arg(args[1], depth))
+        if name == "\\sqrt":
+            index = None if c.opt is None else self.row(c.opt.body, depth + 1)
+            if index is not None and not index.items:
+                self.fail("empty root index", c.index)
+            return Sqrt(self.arg(args[0], depth), index)
+        if name in STACKS:
+            return Stack(name, self.arg(args[0], depth), self.arg(args[1], depth))
+        if name in ACCENTS:
+            return Accent(name, self.arg(args[0], depth))
+        if name in FONTS:
+            return Font(name, self.arg(args[0], depth))
+        if name in TEXTS:
+            return Text(name, self.text(args[0]))
+        self.fail(f"unsupported command {name}", c.index)
+
+    def text(self, a) -> str:
+        """The literal content of a \\text argument (single characters and spaces)."""
+        toks = self.toks
+        nodes = a.body if type(a) is Group else [a]
+        if not all(type(x) is int for x in nodes):
+            self.fail("commands inside \\text are not supported")
+        out = [toks[x] for x in nodes]
+        for ch in out:
+            if len(ch) != 1 or (ch != TEXT_SPACE and ch not in _KNOWN):
+                self.fail("commands inside \\text are not supported" if len(ch) > 1 else
+                          f"unsupported character {ch!r} in text")
+        return "".join(out)
+
+    def matrix(self, e: Env, depth: int) -> Matrix:
+        if e.name not in MATRIX_ENVS or e.args or e.opt is not None:
+            self.fail(f"unsupported environment {e.name!r}", e.begin)
+        toks = self.toks
+        rows: list[list[Row]] = [[]]
+        cell: list = []
+        for x in e.body + ["\\\\"]:  # a sentinel row break closes the last cell
+            sep = x if type(x) is str else toks[x] if type(x) is int else \
+                toks[x.index] if type(x) is Command and toks[x.index] == "\\\\" else None
+            if sep not in SEPARATORS:
+                cell.append(x)
+                continue
+            rows[-1].append(self.row(cell, depth + 1))
+            cell = []
+            if sep == "\\\\":
+                rows.append([])
+        rows.pop()
+        if len(rows) > 1 and not any(c.items for c in rows[-1]):
+            rows.pop()  # a trailing \\ before \end
+        return Matrix(e.name, rows)
 
 
-# ---- canonical serializer ------------------------------------------------------------------------
-def tokens_of(node) -> list[str]:
-    """Canonical LaTeX tokens of a tree (what `to_latex` joins and the CROHME writer space-separates)."""
-    out: list[str] = []
-    _emit(node, out)
+def _fences(items: list) -> list:
+    """Matching delimiters of a row around structure (a fraction, scripts, a root...), and what is
+    between them, as Fence nodes (innermost first); around plain symbols they stay symbols.
+
+    A closer pairs with the nearest open delimiter of its kind (openers between them stay plain
+    symbols, as in `\\{x|x>0\\}`); a closer with no opener stays a symbol (`[0,1)`). A script on a
+    closer, as the tokenizer attaches `(a+b)^{2}`, goes on the whole fence."""
+    out: list = []
+    stack: list[int] = []
+    for it in items:
+        base = it.base if type(it) is Scripts else it
+        name = base.name if type(base) is Sym else None
+        if name in _CLOSERS:
+            k = len(stack) - 1
+            while k >= 0 and FENCES[out[stack[k]].name] != name:
+                k -= 1
+            if k >= 0:
+                j = stack[k]
+                del stack[k:]
+                body = out[j + 1:]
+                if all(type(x) is Sym for x in body):  # one line of symbols: the delimiters as written
+                    out.append(it)
+                    continue
+                fence = Fence(out[j].name, Row(body), name)
+                del out[j:]
+                out.append(fence if base is it else Scripts(fence, it.sub, it.sup))
+                continue
+        if name in FENCES and base is it:
+            stack.append(len(out))
+        out.append(it)
     return out
 
 
-def _emit_group(row: Row, out: list[str]):
-    out.append("{")
-    _emit(row, out)
-    out.append("}")
+def parse_label(label: str) -> tuple[str, list[str], Row]:
+    """(normalized label, its tokens, layout tree); raises SynthError(label, reason) if it cannot be drawn."""
+    if not isinstance(label, str):
+        raise SynthError(repr(label), "label is not a string")
+    try:
+        norm = normalize(label)
+        toks = tokenize(norm)
+        if len(toks) > MAX_TOKENS:
+            raise SynthError(label, f"label too long to be handwriting ({len(toks)} tokens, at most {MAX_TOKENS})")
+        tree = validate(toks)
+    except LatexError as e:
+        raise SynthError(label, e.verdict()) from None
+    except RecursionError:  # the tokenizer bounds group nesting; this is only a backstop
+        raise SynthError(label, "expression nested too deeply") from None
+    return norm, toks, _Adapter(label, toks).row(tree, 0)
 
 
-def _emit(node, out: list[str]):
-    if isinstance(node, Row):
-        if node.braced:
-            out.append("{")
-        for n in node.items:
-            _emit(n, out)
-        if node.braced:
-            out.append("}")
-    elif isinstance(node, Sym):
-        out.append(node.name)
-        if node.limits:
-            out.append(node.limits)
-    elif isinstance(node, Scripts):
-        _emit(node.base, out)
-        if node.sub is not None:
-            out.append("_")
-            _emit_group(node.sub, out)
-        if node.sup is not None:
-            out.append("^")
-            _emit_group(node.sup, out)
-    elif isinstance(node, Frac):
-        out.append("\\frac")
-        _emit_group(node.num, out)
-        _emit_group(node.den, out)
-    elif isinstance(node, Stack):
-        out.append(node.kind)
-        _emit_group(node.first, out)
-        _emit_group(node.second, out)
-    elif isinstance(node, Sqrt):
-        out.append("\\sqrt")
-        if node.index is not None:
-            out.append("[")
-            _emit(node.index, out)
-            out.append("]")
-        _emit_group(node.body, out)
-    elif isinstance(node, (Accent, Font)):
-        out.append(node.kind)
-        _emit_group(node.body, out)
-    elif isinstance(node, Text):
-        out.append(f"{node.kind}{{{node.text}}}")
-    elif isinstance(node, Space):
-        out.append(node.cmd)
-    elif isinstance(node, LeftRight):
-        out += ("\\left", node.left)
-        _emit(node.body, out)
-        out += ("\\right", node.right)
-    elif isinstance(node, Sized):
-        out += (node.size, node.delim)
-    elif isinstance(node, Matrix):
-        out.append(f"\\begin{{{node.env}}}")
-        if node.env == "array":
-            out.append(f"{{{node.colspec}}}")
-        for r, row in enumerate(node.rows):
-            if r:
-                out.append("\\\\")
-            for c, cell in enumerate(row):
-                if c:
-                    out.append("&")
-                _emit(cell, out)
-        out.append(f"\\end{{{node.env}}}")
-    elif isinstance(node, Not):
-        out.append("\\not")
-        _emit(node.body, out)
-    else:  # pragma: no cover - every node type is handled above
-        raise TypeError(type(node))
-
-
-def join_tokens(tokens: list[str]) -> str:
-    """Concatenate, with a space after a control word when the next chunk starts with a letter."""
-    parts: list[str] = []
-    prev = ""
-    for t in tokens:
-        if t[:1].isalpha() and prev and _ends_with_control_word(prev):
-            parts.append(" ")
-        parts.append(t)
-        prev = t
-    return "".join(parts)
-
-
-def _ends_with_control_word(chunk: str) -> bool:
-    i = chunk.rfind("\\")
-    return i >= 0 and i + 1 < len(chunk) and chunk[i + 1:].isalpha()
-
-
-def to_latex(node) -> str:
-    """The canonical compact label (MathWriting normalizedLabel style)."""
-    return join_tokens(tokens_of(node))
-
-
-def to_spaced(node) -> str:
-    """Space-tokenized label, as CROHME 2014 truths and the WAP captions are written."""
-    return " ".join(tokens_of(node))
+def spaced(tokens: list[str]) -> str:
+    """Space-tokenized label, as CROHME 2014 truths and the WAP captions are written; a \\text{...}
+    group stays one chunk (its spaces are content)."""
+    if TEXTS.isdisjoint(tokens):
+        return " ".join(tokens)
+    out, k = [], 0
+    for i, t in enumerate(tokens):
+        if i >= k:
+            k = tokens.index("}", i) + 1 if t in TEXTS else i + 1  # drawn text holds no braces
+            out.append("".join(tokens[i:k]))
+    return " ".join(out)

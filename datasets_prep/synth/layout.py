@@ -1,4 +1,7 @@
-"""Box layout of the parse tree: where every glyph goes, in writing order.
+"""Box layout of a label's tree: where every glyph goes, in writing order.
+
+The tree is made of the node types below (Sym, Row, Scripts, Frac, ...); `latex.parse_label` builds
+it from the tokenizer's parse of the normalized label.
 
 A TeX-like but deliberately simple model (handwriting is not typeset): every node becomes a `Box`
 with a width, a top (< 0, above the baseline) and a bottom, holding `Item`s. An item is one glyph
@@ -11,15 +14,14 @@ All sizes are in em (capital height 1), y grows downward.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 import numpy as np
 
 from . import glyphs as G
 from .errors import SynthError
-from .latex import (Accent, Font, Frac, LeftRight, Matrix, Not, Row, Scripts, Sized, Space, SPACES, Sqrt,
-                    Stack, Sym, Text)
 
 AXIS = -0.43            # math axis: the centre of '+', '-', '='
 SCRIPT_SCALE = 0.62     # superscripts and subscripts
@@ -38,6 +40,84 @@ BINARIES = {"+", "-", "\\pm", "\\mp", "\\times", "\\div", "\\cdot", "\\cup", "\\
             "\\otimes", "\\wedge", "\\vee", "\\setminus", "\\ast", "*", "\\star", "\\circ", "\\bullet"}
 
 
+# ---- the tree it lays out (datasets_prep/synth/latex.py builds it from the tokenizer's parse) ----
+@dataclass(slots=True)
+class Sym:
+    """A visible symbol: a character or a symbol command (`x`, `+`, `\\alpha`, `\\sin`, `\\sum`)."""
+    name: str
+
+
+@dataclass(slots=True)
+class Row:
+    """A horizontal list of nodes."""
+    items: list = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Scripts:
+    base: object
+    sub: Row | None = None
+    sup: Row | None = None
+
+
+@dataclass(slots=True)
+class Frac:
+    num: Row
+    den: Row
+
+
+@dataclass(slots=True)
+class Stack:
+    """\\overset{top}{base}, \\underset{bottom}{base}, \\stackrel, \\binom{n}{k}."""
+    kind: str
+    first: Row
+    second: Row
+
+
+@dataclass(slots=True)
+class Sqrt:
+    body: Row
+    index: Row | None = None
+
+
+@dataclass(slots=True)
+class Accent:
+    kind: str
+    body: Row
+
+
+@dataclass(slots=True)
+class Font:
+    kind: str
+    body: Row
+
+
+@dataclass(slots=True)
+class Text:
+    kind: str
+    text: str
+
+
+@dataclass(slots=True)
+class Fence:
+    """Matching delimiters of a row and what they enclose (drawn as tall as the content)."""
+    left: str
+    body: Row
+    right: str
+
+
+@dataclass(slots=True)
+class Matrix:
+    env: str
+    rows: list[list[Row]]
+
+
+@dataclass(slots=True)
+class Not:
+    body: Sym
+
+
+
 class Item(NamedTuple):
     tpl: G.Template
     sx: float
@@ -45,6 +125,9 @@ class Item(NamedTuple):
     tx: float
     ty: float
     sid: int
+
+
+_new_item = partial(tuple.__new__, Item)  # Item(*values) without the namedtuple's Python-level __new__
 
 
 class Box:
@@ -76,11 +159,12 @@ def flatten(entries: list, s: float = 1.0, dx: float = 0.0, dy: float = 0.0, out
     """All items under `entries` in root coordinates, in writing order."""
     if out is None:
         out = []
+    moved = s != 1.0 or dx != 0.0 or dy != 0.0
     for e in entries:
         if type(e) is Item:
-            out.append(Item(e.tpl, e.sx * s, e.sy * s, e.tx * s + dx, e.ty * s + dy, e.sid))
+            out.append(_new_item((e[0], e[1] * s, e[2] * s, e[3] * s + dx, e[4] * s + dy, e[5])) if moved else e)
         else:
-            flatten(e.box.items, s * e.s, dx + e.dx * s, dy + e.dy * s, out)
+            flatten(e[0].items, s * e[1], dx + e[2] * s, dy + e[3] * s, out)
     return out
 
 
@@ -177,7 +261,7 @@ class Layouter:
                 items.extend(extra(t, x, sid))
             x += t.width * 0.92
             top, bot = min(top, t.top), max(bot, t.bottom)
-        return Box(items, x, top, bot)
+        return Box(items, x, top, bot, bool(items))
 
     # ---- nodes ----------------------------------------------------------------------------------
     def node(self, n) -> Box:
@@ -193,19 +277,14 @@ class Layouter:
             return self.sqrt(n)
         if isinstance(n, Accent):
             return self.accent(n)
-        if isinstance(n, LeftRight):
-            return self.leftright(n)
-        if isinstance(n, Sized):
-            h = {"big": 1.45, "Big": 1.9, "bigg": 2.4, "Bigg": 3.0}[n.size.strip("\\").rstrip("lr")]
-            return self.delim(n.delim, AXIS - h / 2, AXIS + h / 2)
+        if isinstance(n, Fence):
+            return self.fenced(n)
         if isinstance(n, Matrix):
             return self.matrix(n)
         if isinstance(n, Font):
             return self.font_node(n)
         if isinstance(n, Text):
             return self.word(n.text, f"{n.kind}{{{n.text}}}")
-        if isinstance(n, Space):
-            return Box([], max(SPACES[n.cmd], 0.0), -0.05, 0.0)
         if isinstance(n, Stack):
             return self.stack(n)
         if isinstance(n, Not):
@@ -230,22 +309,24 @@ class Layouter:
             k = hgt / max(t.bottom - t.top, 1e-6)
             ty = AXIS - (t.top + t.bottom) / 2 * k
             sid = self._sid(name)
-            return Box([Item(t, k, k, 0.0, ty, sid)], t.width * k, t.top * k + ty, t.bottom * k + ty)
+            return Box([Item(t, k, k, 0.0, ty, sid)], t.width * k, t.top * k + ty, t.bottom * k + ty, True)
         return self.glyph(name)
 
     def row(self, r: Row) -> Box:
         items, x, top, bot = [], 0.0, -0.05, 0.0
         prev_kind = None
-        symbols, font = self.symbols, self.font
+        symbols, font, gap, gaps, ngaps = self.symbols, self.font, self.gap, self._gaps, self._ngaps
         for n in r.items:
-            if type(n) is Sym and n.name not in _NOT_PLAIN:  # the common case: one glyph, inline
+            plain = None
+            if type(n) is Sym:
                 name = n.name
-                t = G.template(name, font)
-                if t is None:
-                    raise SynthError(self.latex, f"no glyph for {name!r}")
-                kind = _KIND.get(name, "ord")
+                plain = _PLAIN.get((name, font))
+                if plain is None and name not in _NOT_PLAIN:
+                    plain = _plain(name, font, self.latex)
+            if plain is not None:  # the common case: one glyph, inline
+                t, kind, width, btop, bbot = plain
                 b = None
-                width, btop, bbot, ink = t.width, min(t.top, -0.05), max(t.bottom, 0.0), True
+                ink = True
             else:
                 b = self.node(n)
                 kind = _spacing_class(n)
@@ -253,8 +334,9 @@ class Layouter:
             if kind == "bin" and prev_kind in (None, "rel", "bin"):
                 kind = "ord"  # a unary sign (-x, x=-1) sits close to its operand
             if prev_kind is not None and ink:
-                g = self.gap * self._gaps[self._gi % self._ngaps]
-                self._gi += 1
+                gi = self._gi
+                g = gap * gaps[gi % ngaps]
+                self._gi = gi + 1
                 if kind in ("rel", "bin") or prev_kind in ("rel", "bin"):
                     g += 0.1 if "bin" in (kind, prev_kind) else 0.15
                 elif kind == "digit" and prev_kind == "digit":
@@ -264,10 +346,10 @@ class Layouter:
                 x += g
             if b is None:
                 symbols.append(name)
-                items.append(Item(t, 1.0, 1.0, x, 0.0, len(symbols) - 1))
+                items.append(_new_item((t, 1.0, 1.0, x, 0.0, len(symbols) - 1)))
             elif len(b.items) == 1 and type(b.items[0]) is Item:  # a lone glyph: shift it in place
                 it = b.items[0]
-                items.append(Item(it.tpl, it.sx, it.sy, it.tx + x, it.ty, it.sid))
+                items.append(_new_item((it[0], it[1], it[2], it[3] + x, it[4], it[5])))
             else:
                 items.append(Placed(b, 1.0, x, 0.0))
             x += width
@@ -281,11 +363,8 @@ class Layouter:
 
     def scripts(self, n: Scripts) -> Box:
         base_node = n.base
-        if isinstance(base_node, Sym) and base_node.name in G.BIG_OPERATORS | G.FUNCTIONS:
-            limits = (base_node.name in G.LIMIT_OPERATORS or base_node.limits == "\\limits") and \
-                base_node.limits != "\\nolimits"
-            if limits:
-                return self.limits(n)
+        if isinstance(base_node, Sym) and base_node.name in G.LIMIT_OPERATORS:
+            return self.limits(n)
         base = self.node(base_node)
         items = list(base.items)
         sup = self.row(n.sup) if n.sup is not None else None
@@ -311,10 +390,11 @@ class Layouter:
             items += _moved(sup, s, dx, sup_y)
             width = max(width, dx + sup.width * s)
             top, bot = min(top, sup_y + sup.top * s), max(bot, sup_y + sup.bottom * s)
-        return Box(items, width, top, bot)
+        ink = base.ink or (sub is not None and sub.ink) or (sup is not None and sup.ink)
+        return Box(items, width, top, bot, ink)
 
     def limits(self, n: Scripts) -> Box:
-        """Limits stacked under and over an operator (\\sum, \\lim, \\int\\limits)."""
+        """Limits stacked under and over an operator (\\sum, \\lim)."""
         base = self.node(n.base)
         s = LIMIT_SCALE
         sub = self.row(n.sub) if n.sub is not None else None
@@ -330,7 +410,7 @@ class Layouter:
             y = base.top - 0.12 - sup.bottom * s
             items += _moved(sup, s, (width - sup.width * s) / 2, y)
             top = y + sup.top * s
-        return Box(items, width, top, bot)
+        return Box(items, width, top, bot, True)
 
     def frac(self, n: Frac) -> Box:
         num, den = self.row(n.num), self.row(n.den)
@@ -344,7 +424,7 @@ class Layouter:
         k = w / bar.width
         items.append(Item(bar, k, 1.0, 0.0, AXIS, self._sid("-")))
         items += _moved(den, s, (w - den.width * s) / 2, dy)
-        return Box(items, w, ny + num.top * s, dy + den.bottom * s)
+        return Box(items, w, ny + num.top * s, dy + den.bottom * s, True)
 
     def stack(self, n: Stack) -> Box:
         if n.kind == "\\binom":
@@ -395,7 +475,7 @@ class Layouter:
         items = [Item(rad, kx, ky, shift, rad_top, sid)]
         items += _moved(body, 1.0, shift + lead + 0.08, 0.0)
         items += index_items  # the index is written after the radicand, as most people do
-        return Box(items, shift + lead + w + 0.05, top, bottom)
+        return Box(items, shift + lead + w + 0.05, top, bottom, True)
 
     def accent(self, n: Accent) -> Box:
         body = self.row(n.body)
@@ -403,20 +483,20 @@ class Layouter:
             x0, x1, y0, y1 = -0.12, body.width + 0.12, body.top - 0.2, body.bottom + 0.2
             frame = G.make_template([np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]])], pad=0.0)
             item = Item(frame, 1.0, 1.0, x0 + 0.1, 0.0, self._sid("\\boxed"))
-            return Box(_moved(body, 1.0, 0.1, 0.0) + [item], body.width + 0.2, y0, y1)
+            return Box(_moved(body, 1.0, 0.1, 0.0) + [item], body.width + 0.2, y0, y1, True)
         wq = int(round(max(body.width - 0.1, 0.2) * 8))
         t = _accent(n.kind, wq)
         sid = self._sid(n.kind)
         if n.kind == "\\underline":
             y = body.bottom + 0.12
             item = Item(t, 1.0, 1.0, 0.05, y, sid)
-            return Box(body.items + [item], body.width, body.top, y + 0.03)
+            return Box(body.items + [item], body.width, body.top, y + 0.03, True)
         y = min(body.top, -0.66) - 0.12
         x = max(0.0, (body.width - t.width) / 2)
         if isinstance(n.body.items[0] if len(n.body.items) == 1 else None, Sym):
             x += 0.06  # italic-ish: handwritten accents drift right over a single letter
         item = Item(t, 1.0, 1.0, x, y, sid)
-        return Box(body.items + [item], max(body.width, x + t.width), y + t.top, body.bottom)
+        return Box(body.items + [item], max(body.width, x + t.width), y + t.top, body.bottom, True)
 
     def delim(self, d: str, top: float, bottom: float) -> Box:
         """A delimiter stretched to span [top, bottom]; '.' is an empty box."""
@@ -426,7 +506,7 @@ class Layouter:
         k = (bottom - top) / max(t.bottom - t.top, 1e-6)
         kx = min(max(k ** 0.5, 1.0), 2.0) if d not in ("|", "\\|") else 1.0
         ty = top - t.top * k
-        return Box([Item(t, kx, k, 0.0, ty, self._sid(d))], t.width * kx, top, bottom)
+        return Box([Item(t, kx, k, 0.0, ty, self._sid(d))], t.width * kx, top, bottom, True)
 
     def fence(self, left: str, inner: Box, right: str) -> Box:
         top = min(inner.top, -1.0) - 0.1
@@ -438,10 +518,33 @@ class Layouter:
         x += inner.width + 0.05
         rb = self.delim(right, top, bottom)
         items += _moved(rb, 1.0, x, 0.0)
-        return Box(items, x + rb.width, min(top, inner.top), max(bottom, inner.bottom))
+        return Box(items, x + rb.width, min(top, inner.top), max(bottom, inner.bottom), True)
 
-    def leftright(self, n: LeftRight) -> Box:
-        return self.fence(n.left, self.row(n.body), n.right)
+    def fenced(self, n: Fence) -> Box:
+        """Matching delimiters around structure: as written around one line of text, stretched over
+        taller content (a fraction, a matrix, raised scripts), with the row's own jittered gaps."""
+        inner = self.row(n.body)
+        lt, rt = self._tpl(n.left), self._tpl(n.right)
+        top = min(lt.top, rt.top, inner.top - 0.1)
+        bottom = max(lt.bottom, rt.bottom, inner.bottom + 0.1)
+        left, x = self._stretched(n.left, lt, top, bottom, 0.0)
+        x += self._next_gap()
+        items = [left, Placed(inner, 1.0, x, 0.0)]
+        x += inner.width + self._next_gap()
+        right, w = self._stretched(n.right, rt, top, bottom, x)
+        items.append(right)
+        return Box(items, x + w, top, bottom, True)
+
+    def _stretched(self, d: str, t: G.Template, top: float, bottom: float, x: float) -> tuple[Item, float]:
+        """A delimiter glyph at x spanning [top, bottom] (its own size when that is its extent)."""
+        k = (bottom - top) / max(t.bottom - t.top, 1e-6)
+        kx = min(max(k ** 0.5, 1.0), 2.0) if d not in ("|", "\\|") else 1.0
+        return Item(t, kx, k, x, top - t.top * k, self._sid(d)), t.width * kx
+
+    def _next_gap(self) -> float:
+        g = self.gap * self._gaps[self._gi % self._ngaps]
+        self._gi += 1
+        return g
 
     def font_node(self, n: Font) -> Box:
         letters = _plain_letters(n.body)
@@ -471,13 +574,11 @@ class Layouter:
         total_h = sum(asc) + sum(desc) + row_gap * (len(cells) - 1)
         y = AXIS - total_h / 2
         items: list = []
-        aligns = [c for c in n.colspec if c in "lcr"] if n.env == "array" else []
         for i, r in enumerate(cells):
             y += asc[i]
             x = 0.0
             for j, b in enumerate(r):
-                a = aligns[j] if j < len(aligns) else ("l" if n.env == "cases" else "c")
-                off = 0.0 if a == "l" else (colw[j] - b.width if a == "r" else (colw[j] - b.width) / 2)
+                off = 0.0 if n.env == "cases" else (colw[j] - b.width) / 2
                 items += _moved(b, 1.0, x + off, y)
                 x += colw[j] + col_gap
             y += desc[i] + row_gap
@@ -507,6 +608,18 @@ _KIND = {**{k: "rel" for k in RELATIONS}, **{k: "bin" for k in BINARIES},
          **{k: "digit" for k in "0123456789."}}
 
 
+_PLAIN: dict[tuple[str, str], tuple] = {}  # (symbol, face) -> (template, spacing class, width, top, bottom)
+
+
+def _plain(name: str, font: str, latex: str) -> tuple:
+    """What row() needs of a symbol drawn as one inline glyph (cached per face)."""
+    t = G.template(name, font)
+    if t is None:
+        raise SynthError(latex, f"no glyph for {name!r}")
+    out = _PLAIN[name, font] = (t, _KIND.get(name, "ord"), t.width, min(t.top, -0.05), max(t.bottom, 0.0))
+    return out
+
+
 def _spacing_class(n) -> str:
     if isinstance(n, Sym):
         if n.name in RELATIONS:
@@ -531,13 +644,9 @@ def layout(tree: Row, latex: str, *, font: str = "futural", gap: float = 0.12,
         raise SynthError(latex, "label has no visible symbol")
     items = flatten(box.items)
     # number symbols in writing order (layout visits some parts before the strokes that precede them)
-    order: dict[int, int] = {}
-    for it in items:
-        if it.sid not in order:
-            order[it.sid] = len(order)
-    if any(k != v for k, v in order.items()):
+    firsts = list(dict.fromkeys([it[5] for it in items]))  # sids in order of first appearance
+    if firsts != list(range(len(firsts))):
+        order = {old: new for new, old in enumerate(firsts)}
         items = [Item(it.tpl, it.sx, it.sy, it.tx, it.ty, order[it.sid]) for it in items]
-    symbols = [""] * len(order)
-    for old, new in order.items():
-        symbols[new] = lay.symbols[old]
-    return Box(items, box.width, box.top, box.bottom), symbols
+    symbols = lay.symbols
+    return Box(items, box.width, box.top, box.bottom, True), [symbols[k] for k in firsts]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from itertools import accumulate
+from itertools import accumulate, chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -71,94 +72,99 @@ class Style:
         return replace(base, **overrides)
 
 
-def _glyph_maps(items: list, style: Style, rng: np.random.Generator) -> np.ndarray:
-    """(10, n_items): per glyph, the quadratic warp (4 numbers) and the 2x2 matrix + offset that map
-    its centred template points to ink units x 100, with its jitter and the line's slant, rotation
-    and scale folded in. Plain Python: for ~20 glyphs it is 3x faster than numpy on tiny arrays."""
-    n = len(items)
-    r = rng.standard_normal(9 * n).tolist()
+def _line_map(style: Style) -> tuple:
+    """One ink's per-line numbers for _glyph_maps: the line map (rotation . slant), ink units x 100
+    (so rounding is one rint), the origin, and the per-glyph jitter spreads."""
     c, s_ = math.cos(style.rotation), math.sin(style.rotation)
     sl = style.slant
-    g11, g12, g21, g22 = c, -c * sl - s_, s_, -s_ * sl + c   # the line map: rotation . slant
-    e = 100.0 * style.em                                      # ink units, x100 so rounding is one rint
-    x0, y0 = 100.0 * style.origin[0], 100.0 * style.origin[1]
-    gs, gr, gh, gsh = style.glyph_scale, style.glyph_rotation, style.glyph_shear, style.glyph_shift
-    w = 3.0 * style.wobble
-    cos, sin = math.cos, math.sin
-    out = []
-    for j, it in enumerate(items):
-        t = it.tpl
-        sx = it.sx if it.sx > 1e-6 else 1e-6
-        sy = it.sy if it.sy > 1e-6 else 1e-6
-        cx = 0.5 * t.width * sx + it.tx          # glyph centre (layout em)
-        cy = 0.5 * t.span * sy + it.ty
-        ex = max(t.width * sx, 0.3)              # extents: long bars must not bend or tilt much
-        ey = max((t.bottom - t.top) * sy, 0.3)
-        b = 9 * j
-        k = 1.0 + gs * r[b]                      # size
-        th = gr * r[b + 1] / max(ex, 1.0)        # rotation
-        sh = gh * r[b + 2]                       # extra slant
-        co, si = cos(th) * k, sin(th) * k
-        a12, a22 = co * sh - si, co - si * sh
-        shift = gsh * min(ex, ey)                # a bar or a dot moves less than a letter
-        ox = cx + shift * r[b + 3]
-        oy = cy + shift * r[b + 4]
-        out.append((w * r[b + 5] * sy / ey, w * r[b + 6] * sy * sy / (sx * ey),   # warp (bends ~ wobble x extent)
-                    w * r[b + 7] * sx * sx / (sy * ex), w * r[b + 8] * sx / ex,
-                    (g11 * co + g12 * si) * sx * e, (g11 * a12 + g12 * a22) * sy * e,
-                    (g21 * co + g22 * si) * sx * e, (g21 * a12 + g22 * a22) * sy * e,
-                    (g11 * ox + g12 * oy) * e + x0, (g21 * ox + g22 * oy) * e + y0))
-    return np.array(out).T
+    return (c, -c * sl - s_, s_, -s_ * sl + c, 100.0 * style.em, 100.0 * style.origin[0],
+            100.0 * style.origin[1], style.glyph_scale, style.glyph_rotation, style.glyph_shear,
+            style.glyph_shift, 3.0 * style.wobble)
 
 
-def _reorder(items, counts, starts, sids, chance, rng):
-    """Reverse the stroke order of randomly chosen multi-stroke glyphs: (starts, sids, point order)."""
-    flip = rng.random(len(items)) < chance
-    chosen = [j for j in np.flatnonzero(flip).tolist() if len(items[j].tpl.starts) > 1]
+def _glyph_maps(marks: list) -> np.ndarray:
+    """(10, n_items) over all inks of a batch: per glyph, the quadratic warp (4 numbers) and the 2x2
+    matrix + offset that map its centred template points to ink units x 100, with its jitter and the
+    line's slant, rotation and scale folded in. Vectorized over every glyph of the batch; every
+    operation is elementwise, so an ink's numbers do not depend on the batch it is in."""
+    geo = np.array([g for m in marks for g in m.geo]).T                 # sx, sy, tx, ty (layout em)
+    width, span, height = np.array([t.geom for m in marks for t in m.tpls]).T
+    r = (marks[0].r if len(marks) == 1 else np.concatenate([m.r for m in marks])).reshape(-1, 9).T
+    g11, g12, g21, g22, e, x0, y0, gs, gr, gh, gsh, w = np.repeat(
+        np.array([m.line for m in marks]), [len(m.tpls) for m in marks], axis=0).T
+    sx = np.maximum(geo[0], 1e-6)
+    sy = np.maximum(geo[1], 1e-6)
+    cx = 0.5 * width * sx + geo[2]                  # glyph centre (layout em)
+    cy = 0.5 * span * sy + geo[3]
+    ex = np.maximum(width * sx, 0.3)                # extents: long bars must not bend or tilt much
+    ey = np.maximum(height * sy, 0.3)
+    k = 1.0 + gs * r[0]                             # size
+    th = gr * r[1] / np.maximum(ex, 1.0)            # rotation
+    sh = gh * r[2]                                  # extra slant
+    co, si = np.cos(th) * k, np.sin(th) * k
+    a12, a22 = co * sh - si, co - si * sh
+    shift = gsh * np.minimum(ex, ey)                # a bar or a dot moves less than a letter
+    ox = cx + shift * r[3]
+    oy = cy + shift * r[4]
+    return np.stack([w * r[5] * sy / ey, w * r[6] * sy * sy / (sx * ey),   # warp (bends ~ wobble x extent)
+                     w * r[7] * sx * sx / (sy * ex), w * r[8] * sx / ex,
+                     (g11 * co + g12 * si) * sx * e, (g11 * a12 + g12 * a22) * sy * e,
+                     (g21 * co + g22 * si) * sx * e, (g21 * a12 + g22 * a22) * sy * e,
+                     (g11 * ox + g12 * oy) * e + x0, (g21 * ox + g22 * oy) * e + y0])
+
+
+def _reorder(tpls, offsets, starts, chance, rng):
+    """Reverse the stroke order of randomly chosen multi-stroke glyphs: (starts, moves or None), a
+    move being (point offset, the glyph's points in their new order) for render_batch to apply.
+
+    Each glyph's strokes stay together under one sid, so only its points and stroke starts move."""
+    flip = rng.random(len(tpls)) < chance
+    chosen = [j for j in np.flatnonzero(flip).tolist() if len(tpls[j].starts) > 1]
     if not chosen:
-        return starts, sids, None
-    n = sum(counts)
-    bounds = list(zip(starts, starts[1:] + [n], sids))
-    first = list(accumulate((len(it.tpl.starts) for it in items), initial=0))  # first stroke of each item
+        return starts, None
+    first = list(accumulate(map(len, map(_STARTS, tpls)), initial=0))  # first stroke of each glyph
+    moves = []
     for j in chosen:
-        a, b = first[j], first[j + 1]
-        bounds[a:b] = bounds[a:b][::-1]
-    lengths = [b - a for a, b, _ in bounds]
-    new_starts = list(accumulate(lengths[:-1], initial=0))
-    # point j of new stroke k is old point a_k + (j - new_start_k)
-    shift = np.repeat([a - s0 for (a, _, _), s0 in zip(bounds, new_starts)], lengths)
-    return new_starts, [sid for _, _, sid in bounds], np.arange(n) + shift
+        rev_starts, rev_points = tpls[j].rev_order
+        off = offsets[j]
+        starts[first[j]:first[j + 1]] = [off + s0 for s0 in rev_starts]
+        moves.append((off, rev_points))
+    return starts, moves
+
+
+_STARTS = attrgetter("starts")
 
 
 class Marks:
     """One ink, laid out and with all its random draws made, waiting for the numeric pass."""
 
-    __slots__ = ("tpls", "counts", "maps", "starts", "sids", "order", "n", "uu", "style")
+    __slots__ = ("tpls", "counts", "geo", "r", "line", "starts", "sids", "order", "n", "uu", "style")
 
     def __init__(self, box: Box, style: Style, rng: np.random.Generator):
         items = box.items
         self.style = style
-        self.tpls = [it.tpl for it in items]
-        self.counts = counts = [t.n for t in self.tpls]
-        self.maps = _glyph_maps(items, style, rng)  # (10, n_items)
+        self.tpls = tpls = [it[0] for it in items]
+        self.counts = counts = [t.n for t in tpls]
+        self.geo = [it[1:5] for it in items]  # sx, sy, tx, ty of each glyph, for _glyph_maps
+        self.r = rng.standard_normal(9 * len(items))  # its jitter draws
+        self.line = _line_map(style)
+        offsets = list(accumulate(counts, initial=0))
         starts: list[int] = []
         sids: list[int] = []
-        off = 0
-        for it, cnt in zip(items, counts):
-            st = it.tpl.starts
+        for it, t, off in zip(items, tpls, offsets):
+            st = t.starts
             if len(st) == 1:
                 starts.append(off)
-                sids.append(it.sid)
+                sids.append(it[5])
             else:
-                starts.extend(off + s0 for s0 in st)
-                sids.extend([it.sid] * len(st))
-            off += cnt
-        self.n = off
+                starts.extend([off + s0 for s0 in st])
+                sids.extend([it[5]] * len(st))
+        self.n = offsets[-1]
         self.order = None
         if style.reorder > 0:  # some writers put some glyphs' strokes down in another order
-            starts, sids, self.order = _reorder(items, counts, starts, sids, style.reorder, rng)
+            starts, self.order = _reorder(tpls, offsets, starts, style.reorder, rng)
         self.starts, self.sids = starts, sids
-        self.uu = rng.random(off + len(starts))  # sampling jitter per point, pause per stroke
+        self.uu = rng.random(self.n + len(starts))  # sampling jitter per point, pause per stroke
 
 
 def render_batch(marks: list[Marks]) -> list[tuple[list[np.ndarray], list[int]]]:
@@ -171,7 +177,7 @@ def render_batch(marks: list[Marks]) -> list[tuple[list[np.ndarray], list[int]]]
     tpls = [t for m in marks for t in m.tpls]
     counts = [c for m in marks for c in m.counts]
     cp = np.concatenate([t.centred for t in tpls], axis=1)  # (2, N) points relative to their glyph's centre
-    maps = marks[0].maps if len(marks) == 1 else np.concatenate([m.maps for m in marks], axis=1)
+    maps = _glyph_maps(marks)
     P = np.repeat(maps, counts, axis=1)  # per-glyph maps, per point
     u, v = cp[0], cp[1]
     uv = u * v
@@ -201,9 +207,12 @@ def render_batch(marks: list[Marks]) -> list[tuple[list[np.ndarray], list[int]]]
     xy /= 100.0  # 2 decimals, as MathWriting writes them (division: exact like float("12.34"))
     xy += 0.0  # no negative zeros (a file would say "-0.00")
     offsets = list(accumulate(sizes, initial=0))
-    if any(m.order is not None for m in marks):
-        order = np.concatenate([m.order + off if m.order is not None else np.arange(off, off + m.n)
-                                for m, off in zip(marks, offsets)])
+    if any(m.order is not None for m in marks):  # reordered strokes (style.reorder)
+        order = np.arange(n)
+        for m, off in zip(marks, offsets):
+            if m.order is not None:
+                for o, rev in m.order:
+                    order[off + o:off + o + len(rev)] = rev + (off + o)
         rows[:2] = rows[:2, order]
 
     # timing: steady sampling inside a stroke, a pen-up pause before each stroke (longer between symbols)
@@ -215,14 +224,16 @@ def render_batch(marks: list[Marks]) -> list[tuple[list[np.ndarray], list[int]]]
         dms = np.repeat([m.style.dt_ms for m in marks], sizes)
         dt *= 0.3 * dms
         dt += 0.85 * dms
-    starts, pauses = [], []
-    for m, off in zip(marks, offsets):
-        sids = m.sids
-        long_, short = m.style.pause_ms, 0.3 * m.style.pause_ms
-        pauses.append(np.multiply([long_ if k == 0 or sids[k] != sids[k - 1] else short
-                                   for k in range(len(sids))], 0.5 + m.uu[m.n:]))
-        starts.extend(off + s for s in m.starts)
-    dt[starts] = np.concatenate(pauses) if len(pauses) > 1 else pauses[0]
+    nst = [len(m.sids) for m in marks]
+    sid = np.fromiter(chain.from_iterable(m.sids for m in marks), np.int64, sum(nst))
+    new_symbol = np.empty(len(sid), dtype=bool)  # a stroke that starts a symbol (or an ink) waits longer
+    np.not_equal(sid[1:], sid[:-1], out=new_symbol[1:])
+    new_symbol[list(accumulate(nst[:-1], initial=0))] = True
+    long_ = np.repeat([m.style.pause_ms for m in marks], nst)
+    tail = marks[0].uu[marks[0].n:] if len(marks) == 1 else np.concatenate([m.uu[m.n:] for m in marks])
+    starts = np.fromiter(chain.from_iterable(m.starts for m in marks), np.int64, len(sid))
+    starts += np.repeat(offsets[:-1], nst)
+    dt[starts] = np.where(new_symbol, long_, 0.3 * long_) * (0.5 + tail)
     out = []
     for a, b in zip(offsets, offsets[1:]):
         dt[a] = 0.0
