@@ -46,19 +46,16 @@ class GlyphBank:
     @classmethod
     def load(cls, symbols_jsonl: Path, inks_dir: Path) -> "GlyphBank":
         from ..readers import InkError, read_inkml
+        from ..sources.mathwriting import symbols_records
 
         bank = cls()
         cache: dict[str, Ink | None] = {}
-        for no, rec in _jsonl(symbols_jsonl):
-            try:
-                sid, idx, label = rec["sourceSampleId"], rec["strokeIndices"], rec["label"]
-                if not isinstance(idx, list) or not all(isinstance(i, int) for i in idx) or not idx:
-                    raise TypeError("strokeIndices must be a non-empty list of integers")
-                if not isinstance(label, str) or not isinstance(sid, str):
-                    raise TypeError("sourceSampleId and label must be strings")
-            except (KeyError, TypeError) as e:
-                bank.problems.append({"file": str(symbols_jsonl), "line": no, "error": f"bad record: {e}"})
+        for no, rec in _jsonl(symbols_jsonl):  # JSON objects; each checked as the converter checks it
+            got = next(symbols_records(json.dumps(rec).encode(), str(symbols_jsonl)))
+            if isinstance(got, InkError):
+                bank.problems.append({"file": str(symbols_jsonl), "line": no, "error": got.message})
                 continue
+            sid, idx, label = rec["sourceSampleId"], rec["strokeIndices"], rec["label"]
             if sid not in cache:
                 path = Path(inks_dir) / f"{sid}.inkml"
                 try:

@@ -162,21 +162,26 @@ def random_label(rng: np.random.Generator, *, depth: int = 2, length: int = 8) -
 
 
 def read_label_file(path: Path) -> list[tuple[int, str]]:
-    """(line number, label) for every non-blank line; `name<TAB>latex` lines give the latex part.
+    """(line number, label) for every non-blank line; `name<TAB>latex` lines give the latex part, bare
+    lines are labels (a file may mix both).
 
-    Raises OSError/UnicodeDecodeError wrapped as ValueError naming the file.
+    Lines are decoded by the tokenizer's corpus reader (tokenizer/corpus.py: BOM, CRLF, invalid UTF-8
+    and binary junk detected per line); a line it cannot decode, or an unreadable file, is a ValueError
+    naming the file and the line.
     """
+    from tokenizer.corpus import Skipped, read_corpus
+
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        f = Path(path).open("rb")
     except OSError as e:
         raise ValueError(f"{path}: cannot read ({e.strerror})") from None
     out = []
-    for no, line in enumerate(text.splitlines(), 1):
-        line = line.strip("\r\n")
-        if "\t" in line:
-            line = line.split("\t", 1)[1]
-        if line.strip():
-            out.append((no, line.strip()))
+    with f:
+        for rec in read_corpus(f, str(path), fmt="plain"):
+            if isinstance(rec, Skipped):
+                what = "not UTF-8 text" if rec.reason == "encoding" else "binary data"
+                raise ValueError(f"{path}:{rec.lineno}: {what} ({rec.detail})")
+            line = rec.latex.split("\t", 1)[1] if "\t" in rec.latex else rec.latex
+            if line.strip():
+                out.append((rec.lineno, line.strip()))
     return out
