@@ -22,7 +22,7 @@ def test_write_replace_and_failed_write_keeps_the_old_file(tmp_path):
 
 def test_stray_temporaries_of_killed_writers_are_removed(tmp_path):
     (tmp_path / ".b.txt.tmp-4242").write_text("left by a kill -9")
-    atomic_write(tmp_path / "b.txt", "hello\n")
+    atomic_write(tmp_path / "b.txt", "hello\n", clean=True)
     atomic_write(tmp_path / "c.bin", b"\x00\x01")
     assert sorted(q.name for q in tmp_path.iterdir()) == ["b.txt", "c.bin"]
     assert (tmp_path / "c.bin").read_bytes() == b"\x00\x01"

@@ -14,14 +14,15 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, clean: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `path` to write to; on success it replaces `path`, on any
-    error it is removed and `path` is untouched. Stray temporaries of killed writers (same name,
-    any pid) are removed first."""
+    error it is removed and `path` is untouched. `clean` first removes stray temporaries of killed
+    writers of the same file (any pid): a glob of the folder, so not for writers of many files."""
     path = Path(path)
-    for stray in path.parent.glob(f".{path.name}.tmp-*"):
-        with contextlib.suppress(OSError):
-            stray.unlink()
+    if clean:
+        for stray in path.parent.glob(f".{path.name}.tmp-*"):
+            with contextlib.suppress(OSError):
+                stray.unlink()
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         yield tmp
@@ -31,9 +32,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+def atomic_write(path: str | os.PathLike, data: bytes | str, clean: bool = False) -> None:
     """Write bytes (or UTF-8 text, `\\n` line ends) to `path` atomically."""
-    with atomic_path(path) as tmp:
+    with atomic_path(path, clean) as tmp:
         if isinstance(data, str):
             tmp.write_text(data, encoding="utf-8", newline="\n")
         else:

@@ -31,7 +31,7 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     for stray in path.parent.glob(path.name + ".tmp*"):  # left by a write that was killed
         stray.unlink(missing_ok=True)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, clean=True) as tmp:
         torch.save({"format": FORMAT, **state}, tmp)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
+
+from tokenizer.files import atomic_write
 
 from .core import synthesize_batch
 from .errors import SynthError
@@ -30,10 +31,8 @@ def sample_id(seed: int, split: str, fmt: str, index: int) -> str:
 
 
 def write_inkml(path: Path, text: str) -> None:
-    """Write one InkML file atomically (temp file, then os.replace): a kill never leaves half a file."""
-    tmp = path.with_suffix(".inkml.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    os.replace(tmp, path)
+    """Write one InkML file atomically (tokenizer/files.py): a kill never leaves half a file."""
+    atomic_write(path, text)
 
 
 def _split_salt(split: str) -> int:
