@@ -27,6 +27,7 @@ from PIL import Image
 
 from tokenizer.files import atomic_write
 
+from .convert import _DefaultsFormatter
 from .shards import DICT_FILE, ShardError, load_split, write_json
 
 FORMATS = ("comer", "tamer")
@@ -156,12 +157,12 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m datasets_prep.export", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter, epilog=EXIT_CODES)
+                                formatter_class=_DefaultsFormatter, epilog=EXIT_CODES)
     p.add_argument("--to", required=True, choices=FORMATS, help="layout to write")
     p.add_argument("--data", required=True, help="shard folder (written by datasets_prep.inkml/images)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--splits", nargs="+", metavar="NAME", default=None, help="export only these splits (default: all)")
-    p.add_argument("--rename", nargs="+", metavar="OLD=NEW", default=[],
+    p.add_argument("--rename", nargs="+", metavar="OLD=NEW", default=None,
                    help="split names in the output, e.g. test2014=2014 as CoMER names its test sets")
     p.add_argument("--pad", type=int, default=2, help="blank pixels kept around the ink's crop")
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
@@ -171,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        rename = dict(r.split("=", 1) for r in args.rename)
+        rename = dict(r.split("=", 1) for r in args.rename or [])
     except ValueError:
         print("error: --rename takes OLD=NEW pairs", file=sys.stderr)
         return 2
