@@ -350,6 +350,9 @@ def _finalize(out: Path, src: str, paths: list[Path], opts: Options, runner: _Ru
                         "quarantined": sum(len(r.quarantine) for r in results),
                         "invalid_labels": sum(r.invalid_labels for r in results),
                         "shards": len(files), "bytes": nbytes, "errors": dict(sorted(split_errors.items()))}
+        dups = _duplicate_ids(split_dir, files)
+        if dups:
+            per_split[s]["duplicate_ids"] = dups
     write_dataset_dict(out, names)
     atomic_write(out / QUARANTINE, "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in quarantine))
     total_inputs = sum(v["inputs"] for v in per_split.values()) + len(enum_errors)
@@ -366,6 +369,20 @@ def _finalize(out: Path, src: str, paths: list[Path], opts: Options, runner: _Ru
     }
     write_json(out / SUMMARY, summary)
     return summary
+
+
+def _duplicate_ids(split_dir: Path, files: list[str]) -> dict | None:
+    """Sample ids given to more than one row of the split (two files whose `sampleId` annotations
+    agree, say): counted and named in summary.json, never silently merged. Reads only the id column."""
+    import pyarrow as pa
+
+    from .shards import read_shard
+    ids = pa.chunked_array([read_shard(split_dir / f).column("sample_id") for f in files])
+    counts = pa.compute.value_counts(ids)
+    repeated = [(v.as_py(), c.as_py()) for v, c in zip(counts.field("values"), counts.field("counts")) if c.as_py() > 1]
+    if not repeated:
+        return None
+    return {"ids": len(repeated), "rows": sum(c for _, c in repeated), "examples": [v for v, _ in repeated[:5]]}
 
 
 def _remove_unlisted(split_dir: Path, keep: set[str]) -> None:
@@ -476,6 +493,10 @@ def _report(summary: dict) -> str:
     for s, v in summary["splits"].items():
         lines.append(f"  {s}: {v['rows']} rows, {v['quarantined']} quarantined, {v['invalid_labels']} invalid "
                      f"labels, {v['shards']} shards, {v['bytes'] / 2**20:.1f} MB")
+        if v.get("duplicate_ids"):
+            d = v["duplicate_ids"]
+            lines.append(f"  warning: {s} has {d['ids']} sample ids shared by {d['rows']} rows "
+                         f"(e.g. {', '.join(d['examples'][:3])}): the inputs repeat an id")
     if summary["errors"]:
         lines.append("  quarantined by class: " + ", ".join(f"{k} {n}" for k, n in summary["errors"].items())
                      + f"  (details: {Path(summary['out']) / QUARANTINE})")

@@ -83,3 +83,18 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
         alive = [c for c in alive if os.path.exists(f"/proc/{c}") and
                  "zombie" not in Path(f"/proc/{c}/status").read_text().lower()]
     assert not alive, f"workers {alive} outlived their killed parent"
+
+
+def test_two_files_with_one_sample_id_are_both_kept_and_reported(tmp_path):
+    """MathWriting ids come from the `sampleId` annotation: two files that repeat one keep both rows,
+    and summary.json names the repeated id."""
+    ink = ('<ink xmlns="http://www.w3.org/2003/InkML"><annotation type="sampleId">{sid}</annotation>'
+           '<annotation type="normalizedLabel">x</annotation><trace>0 0 0, 5 5 1, 9 2 2</trace></ink>')
+    d = tmp_path / "valid"
+    d.mkdir()
+    (d / "a.inkml").write_text(ink.format(sid="same"))
+    (d / "b.inkml").write_text(ink.format(sid="same"))
+    (d / "c.inkml").write_text(ink.format(sid="other"))
+    s = convert("mathwriting", [d], tmp_path / "o", size=(32, 64), workers=1)
+    assert s["splits"]["valid"]["rows"] == 3
+    assert s["splits"]["valid"]["duplicate_ids"] == {"ids": 1, "rows": 2, "examples": ["same"]}
