@@ -375,10 +375,11 @@ def _duplicate_ids(split_dir: Path, files: list[str]) -> dict | None:
     """Sample ids given to more than one row of the split (two files whose `sampleId` annotations
     agree, say): counted and named in summary.json, never silently merged. Reads only the id column."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from .shards import read_shard
     ids = pa.chunked_array([read_shard(split_dir / f).column("sample_id") for f in files])
-    counts = pa.compute.value_counts(ids)
+    counts = pc.value_counts(ids)
     repeated = [(v.as_py(), c.as_py()) for v, c in zip(counts.field("values"), counts.field("counts")) if c.as_py() > 1]
     if not repeated:
         return None
