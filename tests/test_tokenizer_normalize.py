@@ -116,3 +116,17 @@ CROHME = {
 @pytest.mark.parametrize("raw,clean", CROHME.items(), ids=list(CROHME))
 def test_clean_crohme_truth(raw, clean):
     assert clean_crohme_truth(raw) == clean
+
+
+@pytest.mark.parametrize("n", [150, 200, 201, 600, 3000])
+def test_deep_argument_nesting_never_overflows_the_stack(n):
+    """`\\sqrt\\sqrt...x` nests through arguments, not groups: validate refuses it past MAX_DEPTH with a
+    LatexError, normalize keeps what it cannot rewrite as lexed (idempotent), neither recurses out."""
+    from tokenizer import LatexError, tokenize, validate
+
+    label = "\\sqrt" * n + "x"
+    out = normalize(label)
+    assert normalize(out) == out
+    if n >= 600:
+        with pytest.raises(LatexError):
+            validate(tokenize(label))

@@ -265,6 +265,8 @@ class _Parser:
         return j
 
     def command(self, i: int, depth: int) -> Command | int:
+        if depth > MAX_DEPTH:  # `\sqrt\sqrt\sqrt...x` nests through arguments, not groups
+            raise LatexError("too-deep", f"token {i}: nesting deeper than {MAX_DEPTH} levels", i)
         t = self.t
         name = t[i]
         has_opt, nargs = ARITY[name]
@@ -348,7 +350,10 @@ class _Parser:
 def validate(tokens: Sequence[str]) -> list:
     """Parse a token list; raises LatexError naming the position and what was expected."""
     p = _Parser(tokens)
-    return p.seq(None, 0, 0)
+    try:
+        return p.seq(None, 0, 0)
+    except RecursionError:  # a guard under MAX_DEPTH: whatever nests, the caller gets a LatexError
+        raise LatexError("too-deep", "nesting too deep to parse", 0) from None
 
 
 # -- fast acceptance ---------------------------------------------------------------------------------

@@ -370,9 +370,11 @@ def _normalize_once(latex: str) -> str:
         tree = validate(tokens)
     except LatexError:
         return detokenize(tokens, space_after_row_break=True)
-    items = _rw_seq(_tree(tree, tokens))
     out: list[str] = []
-    _emit_seq(items, out)
+    try:
+        _emit_seq(_rw_seq(_tree(tree, tokens)), out)
+    except RecursionError:  # the rewriting recurses a few frames per level: kept as lexed, like a
+        return detokenize(tokens, space_after_row_break=True)  # label that does not parse
     return detokenize(out, space_after_row_break=True)
 
 
