@@ -83,7 +83,8 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
         files = list(walk(path, IMAGE_SUFFIXES + (".txt", ".tsv", ".jsonl")))
         listing = [(rel(p, base), p) for p in files if not isinstance(p, InkError)]
         errors = [p for p in files if isinstance(p, InkError)]
-        label_sources = [(name, lambda p=p: p.read_bytes()) for name, p in listing if layout.label_split(name)]
+        label_sources = [(name, lambda p=p: _read_capped(p, ctx.max_bytes)) for name, p in listing
+                         if layout.label_split(name)]
         images: Iterator = ((name, {"file": str(p)}) for name, p in listing)
     elif is_archive(path):
         errors = []
@@ -143,6 +144,12 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
     for key, (label, where) in labels.items():
         if key not in used:
             yield InkError(where, "read", f"the image for {key[1]!r} (split {key[0]!r}) is missing", "missing-image")
+
+
+def _read_capped(p: Path, max_bytes: int) -> bytes:
+    if p.stat().st_size > max_bytes:
+        raise OSError(f"label file is {p.stat().st_size} bytes, over the limit of {max_bytes} (--max-file-mb)")
+    return p.read_bytes()
 
 
 def _members(path: Path, ctx: Context) -> Iterator[tuple[str, dict | InkError]]:
