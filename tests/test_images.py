@@ -338,3 +338,15 @@ def test_real_label_files_read_as_captions(shared_data, name, count):
     assert len({r[0] for r in recs}) == count  # names are unique
     if name.startswith("hme100k"):
         assert any("\u3001" in r[1] or "\u3002" in r[1] for r in recs)
+
+
+def test_image_runs_resume_and_preview_like_ink_runs(tmp_path):
+    rows = [(f"r{i}", "x + y", bmp(ink_image(i))) for i in range(7)]
+    z = comer_zip(tmp_path / "data.zip", {"train": rows})
+    out = tmp_path / "o"
+    first = convert("comer", [z], out, size=SIZE, workers=2, shard_size=2, preview=4)
+    assert (out / "preview.png").is_file() and first["splits"]["train"]["shards"] == 4
+    (out / ".progress" / "train" / "00002.json").unlink()  # as if killed before that shard was recorded
+    again = convert("comer", [z], out, size=SIZE, workers=2, shard_size=2, resume=True)
+    assert again["resumed_shards"] == 3 and again["processed_this_run"] == 2
+    assert load_split(out / "train").column("sample_id").to_pylist() == [f"r{i}" for i in range(7)]
