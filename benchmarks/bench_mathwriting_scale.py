@@ -341,31 +341,10 @@ def side_by_side(files: list[Path], batch: int, rounds: int, work: Path) -> dict
 
 
 def stage_breakdown(files: list[Path]) -> dict[str, float]:
-    """Seconds per stage on one core, in-process (no shard write), for the worker side."""
-    from datasets_prep.readers import InkError, read_inkml, target_label
-    from datasets_prep.render import png_bytes, rasterize
-    from tokenizer import label_verdict
+    """CPU seconds per stage on one core, in-process (no shard write), for the worker side."""
+    from bench_inkml import stage_breakdown as per_stage  # one breakdown for both benchmarks
 
-    acc = dict.fromkeys(["read file", "parse InkML", "label+verdict", "render (cairo)", "PNG encode"], 0.0)
-    for p in files:
-        t0 = time.process_time()
-        data = p.read_bytes()
-        t1 = time.process_time()
-        try:
-            ink = read_inkml(data, str(p))
-        except InkError:
-            continue
-        t2 = time.process_time()
-        latex, _ = target_label(ink, "mathwriting")
-        label_verdict(latex)
-        t3 = time.process_time()
-        r = rasterize(ink)
-        t4 = time.process_time()
-        png_bytes(r.image)
-        t5 = time.process_time()
-        for k, a, b in zip(acc, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
-            acc[k] += b - a
-    return acc
+    return per_stage(files, "mathwriting", time.process_time)
 
 
 def gunzip_tar_cost(tgz: Path) -> float:
