@@ -306,3 +306,18 @@ def test_predict_builds_for_an_inkml_file_the_tensor_training_reads(tmp_path):
         got, reference = load_input(ink_file, mcfg.image_size, render=state["render"])
         assert torch.equal(got, dataset[i]["image"]), ink_file
         assert reference == dataset[i]["latex"]
+
+
+def test_the_canvas_follows_the_shards_unless_the_command_line_sets_it(micro_data, tmp_path, capsys):
+    """`--config tiny` (224x224) on 64x64 shards trains at 64x64 and says so; an explicit
+    model.image_size that disagrees is one clear error, exit 1, no traceback."""
+    from train.run import main
+
+    args = ["--config", "tiny", "--data", str(micro_data), "--no-eval", "--fresh", "max_steps=1", "batch_size=2",
+            "pretrain.steps=0", "threads=1"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "model.image_size follows the shards: 64x64" in out
+    assert main(args + ["--out", str(tmp_path / "b"), "model.image_size=224x224"]) == 1
+    err = capsys.readouterr().err
+    assert "the shards are 64x64 images but model.image_size is 224x224" in err and "Traceback" not in err

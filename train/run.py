@@ -121,6 +121,24 @@ def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
         predict.main(["--ckpt", str(ckpt), *map(str, files)])
 
 
+def _canvas_from_data(cfg: TrainConfig, explicit: bool, is_main: bool) -> None:
+    """The model's canvas follows the shards' (their summary.json says how they were made) unless the
+    command line set `model.image_size`: then a disagreement is one clear error when training starts."""
+    from .trainer import render_settings
+
+    render = render_settings(Path(cfg.data))
+    if explicit or not render:
+        return
+    size = tuple(int(v) for v in render["size"])
+    patch = cfg.model.patch
+    if size == tuple(cfg.model.image_size) or size[0] % patch or size[1] % patch:
+        return
+    if is_main:
+        print(f"[run] model.image_size follows the shards: {size[0]}x{size[1]} (the preset says "
+              f"{cfg.model.image_size[0]}x{cfg.model.image_size[1]}; set model.image_size=HxW to insist)")
+    cfg.model.image_size = size
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import config as config_module
 
@@ -164,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no shards at {cfg.data}/{cfg.train_split}; write them with "
                   f"`python -m datasets_prep.inkml --src ... --out {cfg.data}`", file=sys.stderr)
             return 1
+        explicit = any(o.split("=", 1)[0].strip() == "model.image_size" for o in args.overrides)
+        _canvas_from_data(cfg, explicit, is_main)
         if args.fresh and is_main:
             for name in ("ckpt.pt", "metrics.jsonl", "pretrain/ckpt.pt", "pretrain/metrics.jsonl"):
                 (Path(cfg.out) / name).unlink(missing_ok=True)
