@@ -9,10 +9,12 @@ under `huggingface`), `dataset_info.json` (features, and row counts per shard un
 
 Columns (see `FEATURE_TYPES`): image (HF Image: struct{bytes, path}; grayscale PNG, black on white),
 latex (training target), latex_raw (label as in the file), label_error (tokenizer verdict, null =
-valid), sample_id, source, split, path (inside the input folder/archive), num_strokes, num_points,
-bbox [x0, y0, x1, y1] (ink units), scale and offset [ox, oy] (pixel = ink * scale + offset),
-annotations (JSON of every annotation in the file: writer, UI, ...), and with --keep-ink, strokes:
-list (strokes) of list (points) of [x, y] or [x, y, t] in ink units, as in the file.
+valid), sample_id, source (the --src), split, path (inside the input folder/archive), num_strokes,
+num_points (null for image rows), bbox [x0, y0, x1, y1] (ink units; source pixels for image rows),
+scale and offset [ox, oy] (pixel = ink * scale + offset), annotations (JSON of every annotation in
+the file: writer, UI, ...; image rows: their name and where their label came from), and with
+--keep-ink, strokes: list (strokes) of list (points) of [x, y] or [x, y, t] in ink units, as in the
+file.
 """
 from __future__ import annotations
 

@@ -621,7 +621,8 @@ def build_parser() -> argparse.ArgumentParser:
                "--max-leak (without --max-leak, --against only reports); 2 usage error.")
     p.add_argument("files", nargs="+", help="corpus files, one expression a line or name<TAB>latex; '-' = stdin")
     p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="force plain lines or name<TAB>latex (default: detect per file)")
+                   help="force plain lines, name<TAB>latex, or caption lines (name, whitespace, latex: "
+                        "CoMER/TAMER captions) (default: detect plain or tsv per file)")
     p.add_argument("--vocab", metavar="FILE", help="SAT vocabulary JSON to report out-of-vocabulary items against")
     p.add_argument("--vocab-out", metavar="FILE", help="save a SAT vocabulary built from the valid labels")
     p.add_argument("--min-count", type=int, default=1, help="minimum count for --vocab-out entries (default 1)")
