@@ -126,7 +126,11 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
                 if cap is None:
                     report["skipped"].append({"split": split, "sample_id": sid, "reason": "label does not tokenize"})
                     continue
-                img = peer_image(table.column("image")[i]["bytes"].as_py(), pad)
+                try:
+                    img = peer_image(table.column("image")[i]["bytes"].as_py() or b"", pad)
+                except (OSError, ValueError, SyntaxError) as e:  # a damaged shard row: left out, listed
+                    report["skipped"].append({"split": split, "sample_id": sid, "reason": f"image unreadable: {e}"})
+                    continue
                 lines.append(f"{name}\t{cap}\n")
                 if zf is not None:
                     zf.writestr(f"data/{dest}/img/{name}.bmp", _bmp(img))

@@ -350,3 +350,27 @@ def test_image_runs_resume_and_preview_like_ink_runs(tmp_path):
     again = convert("comer", [z], out, size=SIZE, workers=2, shard_size=2, resume=True)
     assert again["resumed_shards"] == 3 and again["processed_this_run"] == 2
     assert load_split(out / "train").column("sample_id").to_pylist() == [f"r{i}" for i in range(7)]
+
+
+def test_export_leaves_out_a_damaged_row_and_lists_it(tmp_path):
+    """A shard row whose PNG is damaged (or whose label does not tokenize) is left out of the export
+    and listed in export.json; the other rows are written."""
+    import pyarrow as pa
+
+    from datasets_prep.shards import write_table
+
+    rows = [(f"r{i}", "x", bmp(ink_image(i))) for i in range(3)]
+    convert("comer", [comer_zip(tmp_path / "data.zip", {"train": rows})], tmp_path / "s", size=SIZE, workers=1)
+    shard = next((tmp_path / "s" / "train").glob("data-*.arrow"))
+    t = load_split(tmp_path / "s" / "train")
+    images = t.column("image").to_pylist()
+    images[1]["bytes"] = images[1]["bytes"][:40]
+    latex = t.column("latex").to_pylist()
+    latex[2] = "\\"
+    t = t.set_column(t.schema.get_field_index("image"), "image", pa.array(images, t.schema.field("image").type))
+    t = t.set_column(t.schema.get_field_index("latex"), "latex", pa.array(latex, pa.string()))
+    write_table(t, shard)
+    rep = export(tmp_path / "s", tmp_path / "e", "comer")
+    assert rep["splits"]["train"]["written"] == 1
+    reasons = sorted(r["reason"].split(":")[0] for r in rep["skipped"])
+    assert reasons == ["image unreadable", "label does not tokenize"]
