@@ -78,6 +78,7 @@ def strip_image_suffix(name: str) -> str:
 
 def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
     """Items (image + label) for one input: a folder or an archive laid out as `layout` says."""
+    broken = False
     if path.is_dir():
         base = path.parent
         files = list(walk(path, IMAGE_SUFFIXES + (".txt", ".tsv", ".jsonl")))
@@ -88,9 +89,10 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
         images: Iterator = ((name, {"file": str(p)}) for name, p in listing)
     elif is_archive(path):
         errors = []
-        label_sources = [(m.name, lambda d=m.data: d) for m in
-                         iter_members(path, ctx.max_bytes, None, lambda n: layout.label_split(n) is not None)
-                         if not isinstance(m, InkError)]  # errors are reported by the full pass below
+        first = list(iter_members(path, ctx.max_bytes, None, lambda n: layout.label_split(n) is not None))
+        label_sources = [(m.name, lambda d=m.data: d) for m in first if not isinstance(m, InkError)]
+        # errors are reported by the full pass below; a broken archive there says all there is to say
+        broken = any(isinstance(m, InkError) and m.kind == "broken-archive" for m in first)
         images = _members(path, ctx)
     else:
         yield InkError(str(path), "read", "an image dataset input must be a folder or an archive", "not-a-dataset")
@@ -117,7 +119,7 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
                 continue
             labels[key] = (label, where)
     used: set[tuple[str, str]] = set()
-    if not labels and not errors:
+    if not labels and not errors and not (path.is_file() and broken):
         yield InkError(str(path), "label", f"no label file found (expected: {layout.describe})", "no-labels")
     for name, where in images:
         if isinstance(where, InkError):
