@@ -374,3 +374,16 @@ def test_export_leaves_out_a_damaged_row_and_lists_it(tmp_path):
     assert rep["splits"]["train"]["written"] == 1
     reasons = sorted(r["reason"].split(":")[0] for r in rep["skipped"])
     assert reasons == ["image unreadable", "label does not tokenize"]
+
+
+def test_an_image_outside_the_layout_is_reported_not_dropped(tmp_path):
+    root = tmp_path / "HME100K"
+    (root / "train_images").mkdir(parents=True)
+    (root / "train_images" / "a.jpg").write_bytes(png(ink_image(1), "RGB"))
+    (root / "train_labels.txt").write_text("a.jpg\tx\n")
+    (root / "figures").mkdir()
+    (root / "figures" / "overview.png").write_bytes(png(ink_image(2)))
+    s = convert("hme100k", [root], tmp_path / "o", size=SIZE, workers=1)
+    assert s["totals"]["rows"] == 1
+    [rec] = records(tmp_path / "o")
+    assert rec["kind"] == "unplaced-image" and rec["path"].endswith("figures/overview.png")

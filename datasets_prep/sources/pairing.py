@@ -128,7 +128,9 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
         if not name.lower().endswith(IMAGE_SUFFIXES):
             continue
         got = layout.image_key(name)
-        if got is None:
+        if got is None:  # an image where the layout has none: said, not dropped in silence
+            yield InkError(name, "label", f"image outside the layout ({layout.describe}): no label can name it",
+                           "unplaced-image")
             continue
         split = ctx.split_override or got[0]
         if not ctx.wants(split):
