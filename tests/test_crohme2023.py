@@ -150,6 +150,7 @@ def test_tc11_layout_inks_image_only_samples_and_the_truth_check(tmp_path):
     (root / "IMG/test/CROHME2023_test/d.png").write_bytes(_png(2))             # nothing labels it
     (root / "IMG/test/CROHME2023_test/e.png").write_bytes(_png(3))
     (root / "SymLG/test/CROHME2023_test/e.lg").write_text("O, a, a, 1.0\nO, b, b, 1.0\n")  # two roots
+    (root / "SymLG/test/CROHME2023_test/f.lg").write_text(sup)                  # a graph with nothing to draw
     s = convert("crohme2023", [root], tmp_path / "o", size=(64, 192), workers=1)
     assert s["split_names"] == ["train", "test"]
     train = load_split(tmp_path / "o" / "train")
@@ -159,4 +160,4 @@ def test_tc11_layout_inks_image_only_samples_and_the_truth_check(tmp_path):
     test = load_split(tmp_path / "o" / "test")
     assert test.column("latex").to_pylist() == ["a b"] and test.column("num_strokes").to_pylist() == [None]
     kinds = sorted(json.loads(l)["kind"] for l in (tmp_path / "o" / "quarantine.jsonl").read_text().splitlines())
-    assert kinds == ["bad-symlg", "no-label"]
+    assert kinds == ["bad-symlg", "missing-image", "no-label"]

@@ -107,6 +107,10 @@ def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:
             yield InkError(name, "label", f"no InkML and no SymLG for sample {key!r}", "no-label")
             continue
         yield Item(split, name, label=lg[1].decode("utf-8", "replace"), name=key, label_at=lg[0], **where)
+    for (split, key), (where, _) in lgs.items():  # a label graph with neither ink nor image
+        split = ctx.split_override or split
+        if ctx.wants(split) and (split, key) not in inked and (split, key) not in imaged:
+            yield InkError(where, "read", f"no InkML and no image for sample {key!r}", "missing-image")
 
 
 def load(item: Item, opts) -> Sample:
