@@ -5,7 +5,8 @@ from the internet runs whatever the file says (`os.system` is one opcode away), 
 here. `load_images` accepts only the handful of globals that rebuilding a numpy array needs and
 refuses every other one by name, before anything is called; the file size is checked first, and an
 array's shape must match the bytes it carries (numpy checks this when the state is set), so memory is
-bounded by the file's size.
+bounded by a small multiple of the file's size (a memo reference repeated costs a pointer per opcode
+byte or two); lower `max_bytes` where that matters.
 """
 from __future__ import annotations
 
