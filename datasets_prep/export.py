@@ -119,6 +119,7 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
             ids = table.column("sample_id").to_pylist()
             file_names = export_names(ids)
             latex = table.column("latex").to_pylist()
+            pngs = table.column("image")  # rows read one at a time: a split's images can be GBs
             dest = rename.get(split, split)
             lines, images = [], {}
             for i, (sid, name, lab) in enumerate(zip(ids, file_names, latex)):
@@ -127,7 +128,7 @@ def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | No
                     report["skipped"].append({"split": split, "sample_id": sid, "reason": "label does not tokenize"})
                     continue
                 try:
-                    img = peer_image(table.column("image")[i]["bytes"].as_py() or b"", pad)
+                    img = peer_image(pngs[i]["bytes"].as_py() or b"", pad)
                 except (OSError, ValueError, SyntaxError) as e:  # a damaged shard row: left out, listed
                     report["skipped"].append({"split": split, "sample_id": sid, "reason": f"image unreadable: {e}"})
                     continue

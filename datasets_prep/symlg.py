@@ -124,7 +124,7 @@ def _symbol(nodes: dict[str, _Node], node: _Node, out: list[str], seen: set[str]
             _row(nodes, above, out, seen, where)
             out.append("]")
         _group(nodes, inside, out, seen, where)
-    elif node.label in BIG_OPERATORS or above is None and below is None:
+    elif node.label in BIG_OPERATORS or (above is None and below is None):
         out.extend(_label_tokens(node.label))
         if inside is not None:
             raise SymLGError(f"{where}: {node.label!r} has an Inside child")

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import sources
-from .image_intake import ImageError, fit_image, ink_darkness
+from .image_intake import fit_image, ink_darkness
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAULT_STROKE_WIDTH, png_bytes, rasterize
 from .shards import MAX_SHARD_BYTES, schema, split_by_bytes, strokes_array, write_table
@@ -141,9 +141,9 @@ def _raster(item: Item, sample: Sample, opts: Options) -> tuple[np.ndarray, tupl
             r = rasterize(sample.ink, opts.size, opts.stroke_width, opts.margin, opts.antialias)
             return r.image, (r.bbox, r.scale, r.offset)
         f = fit_image(ink_darkness(sample.pixels, opts.binarize), opts.size, opts.margin)
-    except (ValueError, ImageError) as e:  # ImageError is a ValueError; both mean this input cannot be drawn
-        kind = "render" if sample.ink is not None else "image"
-        raise InkError(item.path, kind, str(e), "render" if sample.ink is not None else "no-ink") from None
+    except ValueError as e:  # ImageError included: this input cannot be drawn
+        stage, kind = ("render", "render") if sample.ink is not None else ("image", "no-ink")
+        raise InkError(item.path, stage, str(e), kind) from None
     image = np.rint((1.0 - f.canvas) * 255.0).astype(np.uint8)
     return image, (f.bbox, f.scale, f.offset)
 

@@ -38,6 +38,7 @@ class SATDecoder(nn.Module):
         if pos not in ("learned", "fixed") or block not in ("prenorm", "official"):
             raise ValueError(f"dec_pos must be learned|fixed and dec_block prenorm|official, got {pos!r}, {block!r}")
         self.max_len, self.num_symbols, self.shared_table = max_len, num_symbols, shared_table
+        self.pos_kind, self.block_kind = pos, block
         if shared_table:
             self.table = nn.Embedding(num_symbols + num_modifiers, dim)
         else:

@@ -57,7 +57,7 @@ def decoder_from_reader(model, vocab, path: str | Path) -> dict:
     from .inference import vocab_from_dict
 
     dec = model.decoder
-    if dec.shared_table or not isinstance(dec.pos_emb, torch.nn.Parameter) or isinstance(dec.norm, torch.nn.Identity):
+    if dec.shared_table or dec.pos_kind != "learned" or dec.block_kind != "prenorm":
         raise ValueError(f"{path}: model.decoder_init copies an AR decoder into ours, which needs dec_pos=learned, "
                          "dec_shared_table=false and dec_block=prenorm (the official layout has no AR counterpart)")
     state = load_checkpoint(path)

@@ -22,7 +22,7 @@ from ..symlg import SymLGError, to_latex
 from .base import Context, Item, Sample, read_bytes, rel, split_name, walk
 from .crohme import label as ink_label
 from .pairing import IMAGE_SUFFIXES
-from .raster import load as load_image
+from .raster import pixels
 
 KIND = "mixed"  # inks and images: offered by both commands
 MODALITIES = {"inkml": "inkml", "img": "image", "symlg": "lg", "lg": "lg"}
@@ -58,13 +58,8 @@ def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:
                     lgs[k[1:]] = (entry[0], entry[1].read_bytes())
         files = [(e if isinstance(e, InkError) else (e[0], {"file": str(e[1])})) for e in listing]
     elif is_archive(path):
-        names: list[str] = []
         lgs = {}
-
-        def first_pass(name: str) -> bool:
-            names.append(name)
-            return name.lower().endswith(".lg")
-        for m in iter_members(path, ctx.max_bytes, None, first_pass):
+        for m in iter_members(path, ctx.max_bytes, None, lambda name: name.lower().endswith(".lg")):
             if not isinstance(m, InkError):
                 k = _key(m.name, default)
                 if k:
@@ -127,10 +122,7 @@ def load(item: Item, opts) -> Sample:
         latex = to_latex(item.label, where)
     except SymLGError as e:
         raise InkError(where, "label", str(e), "bad-symlg") from None
-    sample = load_image(Item(item.split, item.path, file=item.file, data=item.data, label=latex, name=item.name), opts)
-    sample.latex_raw = item.label
-    sample.annotations["label_at"] = where
-    return sample
+    return Sample(latex, item.label, {"name": item.name or "", "label_at": where}, pixels=pixels(item, opts))
 
 
 def _check(symlg_text: str, truth: str, where: str) -> dict:

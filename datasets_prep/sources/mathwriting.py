@@ -92,24 +92,27 @@ def _read_or_none(p: Path) -> bytes | None:
         return None
 
 
+def symbols_record(rec) -> dict:
+    """A symbols.jsonl record checked: {"sourceSampleId", "strokeIndices", "label"}, the id a plain
+    id (it names a file); KeyError/TypeError/ValueError saying what is wrong otherwise."""
+    sid, idx, lab = rec["sourceSampleId"], rec["strokeIndices"], rec["label"]
+    if not (isinstance(sid, str) and isinstance(lab, str) and isinstance(idx, list)
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and idx):
+        raise TypeError("sourceSampleId/label must be strings, strokeIndices a non-empty int list")
+    if not re.fullmatch(r"[0-9A-Za-z_-]+", sid):
+        raise ValueError(f"sourceSampleId {sid!r} is not a plain id")
+    return {"sourceSampleId": sid, "strokeIndices": idx, "label": lab}
+
+
 def symbols_records(data: bytes, where: str) -> Iterator[tuple[int, dict] | InkError]:
     """(line number, record) per valid line of symbols.jsonl; InkError per bad line."""
     for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
-        at = f"{where}:{lineno}"
         try:
-            rec = json.loads(line)
-            sid, idx, lab = rec["sourceSampleId"], rec["strokeIndices"], rec["label"]
-            if not (isinstance(sid, str) and isinstance(lab, str) and isinstance(idx, list)
-                    and all(isinstance(i, int) and not isinstance(i, bool) for i in idx) and idx):
-                raise TypeError("sourceSampleId/label must be strings, strokeIndices a non-empty int list")
-            if not re.fullmatch(r"[0-9A-Za-z_-]+", sid):
-                raise ValueError(f"sourceSampleId {sid!r} is not a plain id")
+            yield lineno, symbols_record(json.loads(line))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            yield InkError(at, "symbols", f"bad symbols.jsonl line: {e}", "bad-symbols-line")
-            continue
-        yield lineno, {"sourceSampleId": sid, "strokeIndices": idx, "label": lab}
+            yield InkError(f"{where}:{lineno}", "symbols", f"bad symbols.jsonl line: {e}", "bad-symbols-line")
 
 
 def _symbols_from_jsonl(path: Path, where: str, ink_bytes, split: str) -> Iterator[Item | InkError]:

@@ -119,7 +119,7 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
                 continue
             labels[key] = (label, where)
     used: set[tuple[str, str]] = set()
-    if not labels and not errors and not (path.is_file() and broken):
+    if not labels and not errors and not broken:
         yield InkError(str(path), "label", f"no label file found (expected: {layout.describe})", "no-labels")
     for name, where in images:
         if isinstance(where, InkError):

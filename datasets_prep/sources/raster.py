@@ -26,14 +26,17 @@ def label(raw: str | None, path: str) -> tuple[str, str]:
 
 def load(item: Item, opts) -> Sample:
     latex, raw = label(item.label, item.path)
+    return Sample(latex, raw, {"name": item.name or "", "label_at": item.label_at or ""}, pixels=pixels(item, opts))
+
+
+def pixels(item: Item, opts) -> np.ndarray:
+    """The item's image as gray float32 [H, W], 1 = white; InkError(stage="image") if unusable."""
     try:
         if item.pixels is not None:
-            gray = gray_from_array(item.pixels)
-        else:
-            gray = to_gray_on_white(decode(read_bytes(item, opts.max_bytes)))
+            return gray_from_array(item.pixels)
+        return to_gray_on_white(decode(read_bytes(item, opts.max_bytes)))
     except ImageError as e:
         raise InkError(item.path, "image", str(e), "bad-image") from None
-    return Sample(latex, raw, {"name": item.name or "", "label_at": item.label_at or ""}, pixels=gray)
 
 
 def gray_from_array(a: np.ndarray, max_pixels: int = 40_000_000) -> np.ndarray:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..readers import InkError
-from ..safe_pickle import MAX_PICKLE_BYTES, PickleRefused, load_images
+from ..safe_pickle import PickleRefused, load_images
 from .base import Context, Item, rel, split_name
 from .pairing import caption_lines, strip_image_suffix
 from .raster import KIND, load, sample_id  # noqa: F401  (the source's interface)
@@ -40,7 +40,7 @@ def _split(d: Path, base: Path, ctx: Context) -> Iterator[Item | InkError]:
     where = rel(d / CAPTION, base)
     pkl = rel(d / PICKLE, base)
     try:
-        images = load_images(d / PICKLE, MAX_PICKLE_BYTES)
+        images = load_images(d / PICKLE)
     except FileNotFoundError:
         images, why = {}, f"{PICKLE} not found"
     except (PickleRefused, OSError) as e:

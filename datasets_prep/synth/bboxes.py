@@ -46,14 +46,16 @@ class GlyphBank:
     @classmethod
     def load(cls, symbols_jsonl: Path, inks_dir: Path) -> "GlyphBank":
         from ..readers import InkError, read_inkml
-        from ..sources.mathwriting import symbols_records
+        from ..sources.mathwriting import symbols_record
 
         bank = cls()
         cache: dict[str, Ink | None] = {}
         for no, rec in _jsonl(symbols_jsonl):  # JSON objects; each checked as the converter checks it
-            got = next(symbols_records(json.dumps(rec).encode(), str(symbols_jsonl)))
-            if isinstance(got, InkError):
-                bank.problems.append({"file": str(symbols_jsonl), "line": no, "error": got.message})
+            try:
+                rec = symbols_record(rec)
+            except (KeyError, TypeError, ValueError) as e:
+                bank.problems.append({"file": str(symbols_jsonl), "line": no,
+                                      "error": f"bad symbols.jsonl line: {e}"})
                 continue
             sid, idx, label = rec["sourceSampleId"], rec["strokeIndices"], rec["label"]
             if sid not in cache:
