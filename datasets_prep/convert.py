@@ -208,7 +208,8 @@ def _mp_context():
 def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | None = None, *,
             splits: list[str] | None = None, split: str | None = None, limit: int | None = None,
             size: tuple[int, int] | str = (224, 224), stroke_width: float = DEFAULT_STROKE_WIDTH,
-            margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS, workers: int | None = None,
+            margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS, max_glyph: float = 0.0,
+            workers: int | None = None,
             shard_size: int = 1000, max_shard_bytes: int = MAX_SHARD_BYTES, keep_ink: bool = False,
             drop_invalid: bool = False, preview: int = 0, resume: bool = False, overwrite: bool = False,
             max_bytes: int = MAX_BYTES, max_points: int = MAX_POINTS, min_points: int = MIN_POINTS,
@@ -236,12 +237,14 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
             size = parse_size(size)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    if shard_size < 1 or (limit is not None and limit < 0) or stroke_width <= 0 or margin < 0:
-        raise UsageError("--shard-size must be >= 1, --limit >= 0, --stroke-width > 0, --margin >= 0")
+    if shard_size < 1 or (limit is not None and limit < 0) or stroke_width <= 0 or margin < 0 or max_glyph < 0:
+        raise UsageError("--shard-size must be >= 1, --limit >= 0, --stroke-width > 0, --margin >= 0, "
+                         "--max-glyph >= 0")
     if antialias not in ANTIALIAS:
         raise UsageError(f"--antialias must be one of {', '.join(sorted(ANTIALIAS))}, got {antialias!r}")
     opts = Options(src=src, size=(int(size[0]), int(size[1])), stroke_width=float(stroke_width),
-                   margin=float(margin), antialias=antialias, keep_ink=keep_ink, drop_invalid=drop_invalid,
+                   margin=float(margin), antialias=antialias, max_glyph=float(max_glyph), keep_ink=keep_ink,
+                   drop_invalid=drop_invalid,
                    shard_size=shard_size, max_shard_bytes=max_shard_bytes, max_bytes=max_bytes, max_points=max_points,
                    min_points=min_points, binarize=binarize)
     try:
@@ -431,6 +434,9 @@ def parser(prog: str, description: str, choices: tuple[str, ...], images: bool) 
         p.add_argument("--binarize", action="store_true",
                        help="Otsu-threshold the ink (camera photos such as HME100K, JPEG noise)")
     else:
+        p.add_argument("--max-glyph", type=float, default=0.0, metavar="PX",
+                       help="draw glyphs at most PX pixels large (the median stroke extent), so a short "
+                            "expression is not blown up to the canvas height; 0 = fit every ink to the canvas")
         p.add_argument("--keep-ink", action="store_true", help="store the strokes too (column `strokes`)")
     p.add_argument("--drop-invalid", action="store_true",
                    help="leave out samples whose label fails the tokenizer's check (they go to quarantine.jsonl)")
@@ -453,7 +459,8 @@ def main(argv: list[str] | None, p: argparse.ArgumentParser) -> int:
     try:
         summary = convert(args.src, args.input, args.out, splits=args.splits, split=args.split, limit=args.limit,
                           size=args.size, stroke_width=args.stroke_width, margin=args.margin,
-                          antialias=args.antialias, workers=args.workers,
+                          antialias=args.antialias, max_glyph=getattr(args, "max_glyph", 0.0),
+                          workers=args.workers,
                           shard_size=args.shard_size, max_shard_bytes=args.max_shard_mb << 20,
                           keep_ink=getattr(args, "keep_ink", False), binarize=getattr(args, "binarize", False),
                           drop_invalid=args.drop_invalid, preview=args.preview,

@@ -9,7 +9,12 @@ a single-point stroke becomes a dot; an ink with no extent is a centred dot.
 Defaults are for GryphOne's 224x224 input: a formula there is a ~60 px band (docs/formats.md), and
 strokes of 1 px come out grey and broken while 1.5-2 px anti-aliased strokes read well, so the
 default is 2.0 px, with an 8 px margin that keeps round caps off the border. The output is a pure
-function of (ink, size, stroke_width, margin): identical input gives identical bytes.
+function of (ink, size, stroke_width, margin, max_glyph): identical input gives identical bytes.
+
+Fitting alone makes glyph size depend on the expression's length: `26` fills the canvas height
+while a long formula's symbols are a few pixels tall. `max_glyph` (px, 0 = off) caps the scale so
+that the ink's median stroke extent (a stroke's larger bbox side: about one glyph) is at most that
+many pixels, so short expressions keep handwriting's proportions instead of being blown up.
 """
 from __future__ import annotations
 
@@ -65,10 +70,10 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def fit(bbox: tuple[float, float, float, float], size: tuple[int, int], stroke_width: float,
-        margin: float) -> tuple[float, tuple[float, float]]:
+        margin: float, max_scale: float = math.inf) -> tuple[float, tuple[float, float]]:
     """Uniform scale and offset putting the bbox in the centre of an HxW canvas, ink edges `margin`
-    pixels from the border. A zero-extent (or rounding-level) axis does not constrain the scale; an ink
-    with no extent on either axis is drawn at scale 1, a dot."""
+    pixels from the border, the scale at most `max_scale`. A zero-extent (or rounding-level) axis does
+    not constrain the scale; an ink with no extent on either axis is drawn at scale 1, a dot."""
     h, w = size
     avail_w = w - 2 * margin - stroke_width
     avail_h = h - 2 * margin - stroke_width
@@ -81,6 +86,8 @@ def fit(bbox: tuple[float, float, float, float], size: tuple[int, int], stroke_w
     tiny = DEGENERATE_EXTENT * max(1.0, abs(x0), abs(x1), abs(y0), abs(y1))
     scales = [a / e for a, e in ((avail_w, ext_w), (avail_h, ext_h)) if e > tiny]
     scale = min(scales) if scales else 1.0
+    if scales and 0 < max_scale < scale:
+        scale = max_scale
     if not math.isfinite(scale) or scale <= 0:
         scale = 1.0
     ox = w / 2 - scale * (x0 + x1) / 2
@@ -110,9 +117,18 @@ def _path_buffer(xy: np.ndarray, counts: np.ndarray, scale: float, offset: tuple
     return buf
 
 
+def glyph_extent(strokes: list[np.ndarray]) -> float:
+    """The median over strokes of a stroke's larger bbox side, in ink units: about one glyph's size
+    (a `1`, a `-`, one stroke of `x` alike), robust to a long fraction bar or a cursive run."""
+    sides = [float(np.ptp(s[:, :2], axis=0).max()) for s in strokes]
+    return float(np.median(sides)) if sides else 0.0
+
+
 def rasterize(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: float = DEFAULT_STROKE_WIDTH,
-              margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS) -> Raster:
-    """Render `ink` and return the image with the scale/offset used (stored beside it in the shards)."""
+              margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS, max_glyph: float = 0.0) -> Raster:
+    """Render `ink` and return the image with the scale/offset used (stored beside it in the shards).
+
+    max_glyph > 0: glyphs (see glyph_extent) are drawn at most this many pixels large."""
     h, w = int(size[0]), int(size[1])
     try:
         aa = ANTIALIAS[antialias]
@@ -124,7 +140,9 @@ def rasterize(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: floa
     xy = np.concatenate([s[:, :2] for s in strokes]) if len(strokes) > 1 else strokes[0][:, :2]
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     bbox = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-    scale, offset = fit(bbox, (h, w), stroke_width, margin)
+    extent = glyph_extent(strokes) if max_glyph > 0 else 0.0
+    max_scale = max_glyph / extent if extent > 0 else math.inf
+    scale, offset = fit(bbox, (h, w), stroke_width, margin, max_scale)
     buf = _path_buffer(xy, np.array([len(s) for s in strokes]), scale, offset)
 
     surface = _lib.cairo_image_surface_create(_lib.CAIRO_FORMAT_A8, w, h)
@@ -158,9 +176,9 @@ def rasterize(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: floa
 
 
 def render_ink(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: float = DEFAULT_STROKE_WIDTH,
-               margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS) -> np.ndarray:
+               margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS, max_glyph: float = 0.0) -> np.ndarray:
     """uint8 [H, W] grayscale image, 255 = background, ink dark, aspect kept, centred."""
-    return rasterize(ink, size, stroke_width, margin, antialias).image
+    return rasterize(ink, size, stroke_width, margin, antialias, max_glyph).image
 
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:

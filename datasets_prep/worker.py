@@ -34,6 +34,7 @@ class Options:
     stroke_width: float = DEFAULT_STROKE_WIDTH
     margin: float = DEFAULT_MARGIN
     antialias: str = DEFAULT_ANTIALIAS
+    max_glyph: float = 0.0  # inks: glyphs drawn at most this many px (render.glyph_extent); 0 = fit only
     keep_ink: bool = False
     drop_invalid: bool = False
     shard_size: int = 1000
@@ -138,7 +139,7 @@ def _raster(item: Item, sample: Sample, opts: Options) -> tuple[np.ndarray, tupl
     """uint8 [H, W] black on white, and (bbox, scale, offset): an ink rendered, or a raster fitted."""
     try:
         if sample.ink is not None:
-            r = rasterize(sample.ink, opts.size, opts.stroke_width, opts.margin, opts.antialias)
+            r = rasterize(sample.ink, opts.size, opts.stroke_width, opts.margin, opts.antialias, opts.max_glyph)
             return r.image, (r.bbox, r.scale, r.offset)
         f = fit_image(ink_darkness(sample.pixels, opts.binarize), opts.size, opts.margin)
     except ValueError as e:  # ImageError included: this input cannot be drawn

@@ -133,3 +133,35 @@ def test_a_line_with_jitter_across_it_stays_a_line():
     img = render_ink(ink([(0.0, 10.0), (100.0, 10.0 + 1e-9)]), margin=8.0, stroke_width=2.0)
     rows = np.nonzero((img < 250).any(axis=1))[0]
     assert len(rows) <= 4  # a 2 px line, not stretched into a slope
+
+
+def test_glyph_extent_is_the_median_stroke_size():
+    from datasets_prep.render import glyph_extent
+
+    strokes = [np.array([[0, 0], [0, 10]]), np.array([[0, 0], [4, 0]]), np.array([[0, 0], [100, 1]])]
+    assert glyph_extent(strokes) == 10.0  # the long bar does not set the glyph size
+
+
+def test_max_glyph_caps_the_scale_of_a_short_ink_and_leaves_a_long_one_alone():
+    short = ink([[0, 0], [0, 10]], [[5, 0], [5, 10]])  # two 10-unit strokes: "11"
+    fitted = rasterize(short, size=(96, 384))
+    capped = rasterize(short, size=(96, 384), max_glyph=20.0)
+    assert fitted.scale > 2.0 and capped.scale == pytest.approx(2.0)
+    x0, y0, x1, y1 = ink_box(capped.image)
+    assert 18 <= y1 - y0 <= 23 and abs((y0 + y1) / 2 - 47.5) <= 1.0  # 20 px tall (+ the pen), centred
+    long = ink(*[[[10 * i, 0], [10 * i, 10]] for i in range(60)])  # sixty glyphs side by side
+    assert rasterize(long, size=(96, 384), max_glyph=20.0).scale == rasterize(long, size=(96, 384)).scale
+
+
+@given(st.lists(arrays(np.float64, st.tuples(st.integers(1, 6), st.just(2)),
+                       elements=st.floats(-1e3, 1e3, allow_nan=False)), min_size=1, max_size=5),
+       st.floats(1.0, 60.0))
+@settings(max_examples=60, deadline=None)
+def test_a_glyph_cap_never_enlarges_and_keeps_the_ink_inside(strokes, cap):
+    drawing = Ink(strokes)
+    free, capped = rasterize(drawing, size=(64, 256)), rasterize(drawing, size=(64, 256), max_glyph=cap)
+    assert capped.scale <= free.scale + 1e-12
+    assert (capped.image < 255).any() or not (free.image < 255).any()
+    ys, xs = np.nonzero(capped.image < 255)
+    if len(xs):
+        assert xs.min() >= 0 and xs.max() < 256 and ys.min() >= 0 and ys.max() < 64

@@ -293,11 +293,11 @@ def test_predict_builds_for_an_inkml_file_the_tensor_training_reads(tmp_path):
     root = tmp_path / "styled"
     generate(0, root / "ink", labels=["x^{2}+1", "\\frac{a}{b}"], seed=5, fmt="mathwriting", split="train")
     convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(64, 64), workers=1, progress=False,
-            stroke_width=3.5, margin=5.0, antialias="best")
+            stroke_width=3.5, margin=5.0, antialias="best", max_glyph=9.0)
     ckpt = train(micro_cfg(root / "shards", tmp_path / "run", "max_steps=1"))
     model, vocab, mcfg, state = load_model(ckpt)
     assert state["render"] == {"size": [64, 64], "stroke_width": 3.5, "margin": 5.0, "antialias": "best",
-                               "binarize": False}
+                               "binarize": False, "max_glyph": 9.0}
     data = load_split_data(root / "shards" / "train", vocab, mcfg.max_len, keep_all=True)
     dataset = ShardDataset(data, mcfg.image_size)
     paths = data.table.column("path").to_pylist()

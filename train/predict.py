@@ -31,7 +31,7 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
                render: dict | None = None) -> tuple[torch.Tensor, str | None]:
     """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause.
 
-    render: the shards' render settings (stroke_width, margin, antialias) saved in the checkpoint, so
+    render: the shards' render settings (stroke_width, margin, antialias, max_glyph) saved in the checkpoint, so
     an InkML file is drawn exactly as the training images were; the converter's defaults otherwise."""
     from datasets_prep.image_intake import ImageError, image_to_canvas
 
@@ -55,7 +55,8 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
                 break
             except (InkError, ValueError):
                 continue
-        style = {k: render[k] for k in ("stroke_width", "margin", "antialias") if k in render} if render else {}
+        style = {k: render[k] for k in ("stroke_width", "margin", "antialias", "max_glyph") if k in render} \
+            if render else {}
         arr = (255 - render_ink(ink, size=size, **style)).astype("float32") / 255.0
         return torch.from_numpy(arr)[None], reference
     try:

@@ -316,7 +316,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
 
 
 RENDER_KEYS = ("size", "stroke_width", "margin", "antialias")
-OPTIONAL_RENDER_KEYS = ("binarize",)  # image shards; absent from older summaries
+OPTIONAL_RENDER_KEYS = ("binarize", "max_glyph")  # absent from older summaries
 
 
 def render_settings(data_root: Path) -> dict | None:
