@@ -46,9 +46,11 @@ def _losses(out: Path) -> dict[int, float]:
 
 def test_config_overrides_and_round_trip():
     cfg = apply_overrides(preset("crohme-cpu"), ["lr=3e-4", "model.enc_depth=2", "model.loss.T=7",
-                                                 "model.image_size=64x128", "eval_splits=a,b", "compile=auto"])
+                                                 "model.image_size=64x128", "eval_splits=a,b", "compile=auto",
+                                                 "augment.prob=0.5", "augment.scale=0.8,1.0"])
     assert cfg.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
     assert cfg.model.image_size == (64, 128) and cfg.eval_splits == ("a", "b") and cfg.compile is None
+    assert cfg.augment.prob == 0.5 and cfg.augment.scale == (0.8, 1.0)
     assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
     with pytest.raises(ValueError, match="unknown config key"):
         apply_overrides(cfg, ["model.nope=1"])
@@ -76,7 +78,7 @@ def test_resume_gives_the_same_next_losses(micro_data, tmp_path):
     from train.trainer import train
 
     torch.set_num_threads(1)
-    common = ("log_every=1", "model.dropout=0.1", "ckpt_every=0")
+    common = ("log_every=1", "model.dropout=0.1", "ckpt_every=0", "augment.prob=0.5")
     train(micro_cfg(micro_data, tmp_path / "straight", "max_steps=8", *common))
     train(micro_cfg(micro_data, tmp_path / "split", "max_steps=4", *common))
     train(micro_cfg(micro_data, tmp_path / "split", "max_steps=8", *common))  # resumes from step 4

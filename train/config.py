@@ -7,7 +7,8 @@ Presets (`--config NAME`):
   crohme-cpu  the CPU reference run on CROHME shards (two stages; evaluate on test2014/test2016)
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
-Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0`;
+Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0
+augment.prob=0.5`;
 `python -m train.run --config NAME --show-config` prints every key with its value.
 """
 from __future__ import annotations
@@ -18,6 +19,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from model import LossConfig, ModelConfig
+
+from .augment import AugmentConfig
 
 
 @dataclass
@@ -42,6 +45,7 @@ class TrainConfig:
     eval_splits: tuple[str, ...] = ("valid",)
     model: ModelConfig = field(default_factory=ModelConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
     batch_size: int = 32                 # global batch (split across DDP ranks)
     lr: float = 1e-4
     weight_decay: float = 1e-3
@@ -204,6 +208,10 @@ def from_dict(d: dict) -> TrainConfig:
     d = dict(d)
     d["model"] = ModelConfig.from_dict(d["model"])
     d["pretrain"] = PretrainConfig(**d.get("pretrain", {}))
+    aug = dict(d.get("augment", {}))
+    if "scale" in aug:
+        aug["scale"] = tuple(aug["scale"])
+    d["augment"] = AugmentConfig(**aug)
     for k in ("eval_splits", "eval_T", "betas"):
         if k in d:
             d[k] = tuple(d[k])

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from model import build_model, count_params, flops_per_image, init_encoder
 from tokenizer import SATVocab, TokenVocab
 
+from .augment import augment_batch
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, from_dict, to_dict
 from .data import ShardDataset, collate, epoch_batches, load_split_data, read_labels
@@ -121,6 +122,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
 
     quick_eval(model, vocab, step) -> dict, if given, runs every cfg.eval_every steps on rank 0.
     """
+    cfg.augment.validate()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = _device(cfg)
@@ -251,6 +253,9 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval=None) -> Path:
             if mcfg.kind == "diffusion" and mcfg.loss.kl_warmup_steps:
                 tensors["kl_scale"] = torch.tensor(min(1.0, step / mcfg.loss.kl_warmup_steps))
             gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step * 131 + rank)
+            if cfg.augment.prob > 0:  # its own stream, so the masks are the same with or without it
+                aug_gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_033 + step * 137 + rank + 1)
+                images = augment_batch(images, cfg.augment, aug_gen)
             model.train()
             with autocast:
                 parts = train_module(images, tensors, gen)
