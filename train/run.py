@@ -91,11 +91,14 @@ def refinement_picture(model, vocab, mcfg, cfg: TrainConfig, out_png: Path, cand
     def step_latex(i: int) -> list[str]:
         return [vocab.decode(s[i].tolist(), m[i].tolist()) for s, m, _ in history]
 
-    def changes(i: int) -> tuple[bool, int]:
+    def preference(i: int) -> tuple[bool, bool, bool, int]:
+        """Changes and ends right > changes > ends right > most changes: a weak model's few right
+        answers are often settled at step 1, and a picture with no change shows nothing."""
         texts = step_latex(i)
-        return texts[-1] == batch["latex"][i], sum(a != b for a, b in zip(texts, texts[1:]))
+        right, n = texts[-1] == batch["latex"][i], sum(a != b for a, b in zip(texts, texts[1:]))
+        return right and n > 0, n > 0, right, n
 
-    best = max(range(len(batch["latex"])), key=changes)
+    best = max(range(len(batch["latex"])), key=preference)
     steps = []
     for s, m, conf in history:
         row = []
