@@ -17,8 +17,9 @@ from train.data import ShardDataset, collate, load_split_data
 from train.inference import load_model
 
 
-def split_loss(model, vocab, mcfg, split_dir: Path, limit: int, batch: int = 64) -> tuple[float, int]:
-    data = load_split_data(split_dir, vocab, mcfg.max_len, normalized=True)
+def split_loss(model, vocab, mcfg, split_dir: Path, limit: int, normalized: bool,
+               batch: int = 64) -> tuple[float, int]:
+    data = load_split_data(split_dir, vocab, mcfg.max_len, normalized=normalized)
     ds = ShardDataset(data, mcfg.image_size)
     n, total = min(limit, len(ds)), 0.0
     gen = torch.Generator().manual_seed(0)
@@ -41,8 +42,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model, vocab, mcfg, state = load_model(args.ckpt)
     model.eval()
+    normalized = bool(state["train_config"].get("normalize_labels", False))  # labels as the run trained on them
     for split in args.splits.split(","):
-        ce, n = split_loss(model, vocab, mcfg, Path(args.data) / split, args.limit)
+        ce, n = split_loss(model, vocab, mcfg, Path(args.data) / split, args.limit, normalized)
         print(f"{args.ckpt} step {state['step']} {split}: CE {ce:.3f} over {n}", flush=True)
 
 

@@ -244,9 +244,8 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
         raise UsageError(f"--antialias must be one of {', '.join(sorted(ANTIALIAS))}, got {antialias!r}")
     opts = Options(src=src, size=(int(size[0]), int(size[1])), stroke_width=float(stroke_width),
                    margin=float(margin), antialias=antialias, max_glyph=float(max_glyph), keep_ink=keep_ink,
-                   drop_invalid=drop_invalid,
-                   shard_size=shard_size, max_shard_bytes=max_shard_bytes, max_bytes=max_bytes, max_points=max_points,
-                   min_points=min_points, binarize=binarize)
+                   drop_invalid=drop_invalid, shard_size=shard_size, max_shard_bytes=max_shard_bytes,
+                   max_bytes=max_bytes, max_points=max_points, min_points=min_points, binarize=binarize)
     try:
         from .render import fit
         fit((0, 0, 1, 1), opts.size, opts.stroke_width, opts.margin)

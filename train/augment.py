@@ -62,9 +62,6 @@ def augment_batch(images: torch.Tensor, cfg: AugmentConfig, generator: torch.Gen
     tx = _uniform(b, -1.0, 1.0, generator, dev) * (1 - sx) * w / 2
     ty = _uniform(b, -1.0, 1.0, generator, dev) * (1 - sy) * h / 2
     ones, zeros = torch.ones_like(sx), torch.zeros_like(sx)
-    sx, sy, tx, ty, angle, shear = (torch.where(on, v, d) for v, d in
-                                    ((sx, ones), (sy, ones), (tx, zeros), (ty, zeros), (angle, zeros),
-                                     (shear, zeros)))
     cos, sin = torch.cos(angle), torch.sin(angle)
     # forward map in pixels (about the centre): p_out = R @ Sh @ S @ p_in + t
     fwd = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)
@@ -76,4 +73,4 @@ def augment_batch(images: torch.Tensor, cfg: AugmentConfig, generator: torch.Gen
     theta = torch.cat([inv * half[None, None, :] / half[None, :, None], (shift / half)[..., None]], -1)
     grid = F.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
     out = F.grid_sample(images, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
-    return torch.where(on[:, None, None, None], out, images)
+    return torch.where(on[:, None, None, None], out, images)  # the rest exactly as they came
