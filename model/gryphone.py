@@ -26,6 +26,7 @@ class ModelConfig:
     enc_depth: int = 12
     enc_heads: int = 6
     conv_stem: bool = False
+    stem_blocks: int = 0                  # residual 3x3 units per conv-stem stage after the first (conv_stem only)
     dec_dim: int = 384
     dec_depth: int = 5
     dec_heads: int = 8
@@ -68,7 +69,7 @@ class _Recognizer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = ViTEncoder(cfg.image_size, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads,
-                                  cfg.conv_stem)
+                                  cfg.conv_stem, stem_blocks=cfg.stem_blocks)
 
     def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         return self.loss(images, batch, generator)

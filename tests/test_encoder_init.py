@@ -88,11 +88,12 @@ def test_foreign_vit_weights_reproduce_the_source_encoder(pair, tmp_path, layout
     assert torch.allclose(enc(x), src(x), atol=1e-5)
 
 
-def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path):
+@pytest.mark.parametrize("stem_blocks", [0, 1])
+def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path, stem_blocks):
     from train.checkpoint import save_checkpoint
 
     base = dict(image_size=(32, 64), patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1,
-                dec_heads=2, max_len=8, conv_stem=True)
+                dec_heads=2, max_len=8, conv_stem=True, stem_blocks=stem_blocks)
     ar = build_model(ModelConfig(kind="ar", num_tokens=12, **base))
     save_checkpoint(tmp_path / "ar.pt", {"train_config": {}, "model": ar.state_dict(), "ema": None,
                                          "vocab": {}, "step": 1})

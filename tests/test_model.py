@@ -393,3 +393,27 @@ def test_decoder_init_refuses_the_official_layout(tmp_path):
     model = build_model(tiny_cfg(dec_block="official"))
     with pytest.raises(ValueError, match="dec_block=prenorm"):
         decoder_from_reader(model, None, tmp_path / "ar.pt")
+
+
+def test_residual_stem_keeps_the_grid_and_adds_units_after_the_first_stage():
+    plain = ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=True)
+    deep = ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=True, stem_blocks=2)
+    x = torch.rand(2, 1, 32, 64)
+    assert deep(x).shape == plain(x).shape == (2, 2 * 4, 32)
+    from model.encoder import ResidualConv
+    units = [m for m in deep.patch_embed.net if isinstance(m, ResidualConv)]
+    assert len(units) == 2 * 3  # patch 16: four stride-2 stages, units after the last three
+    assert not any(isinstance(m, ResidualConv) for m in plain.patch_embed.net)
+    # a unit is a residual: with its BN scale at zero it passes its input through unchanged
+    unit = units[0]
+    torch.nn.init.zeros_(unit.bn.weight)
+    unit.eval()
+    h = torch.rand(1, unit.conv.in_channels, 5, 7)
+    assert torch.allclose(unit(h), torch.relu(h))
+
+
+def test_stem_blocks_without_a_conv_stem_or_negative_is_refused():
+    with pytest.raises(ValueError, match="conv_stem"):
+        ViTEncoder((32, 64), 16, 32, 1, 2, stem_blocks=1)
+    with pytest.raises(ValueError, match=">= 0"):
+        ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=True, stem_blocks=-1)
