@@ -175,14 +175,17 @@ def init_encoder(encoder: ViTEncoder, path: str | Path) -> dict:
                  if k in params and params[k].shape != v.shape]
     if bad_shape:
         raise EncoderInitError(f"{path}: {len(bad_shape)} weights do not fit this encoder, e.g. "
-                               f"{'; '.join(bad_shape[:3])} (check enc_dim, enc_depth, patch, conv_stem)")
+                               f"{'; '.join(bad_shape[:3])} (check enc_dim, enc_depth, patch, conv_stem, stem_blocks)")
     unused += [k for k in weights if k not in params]
+    if kind == "gryphone" and unused:
+        raise EncoderInitError(f"{path}: its encoder has {len(unused)} weights this one lacks, e.g. {unused[:3]}"
+                               f" (check enc_depth, conv_stem, stem_blocks)")
     missing = [k for k in params if k not in weights]
     if kind != "gryphone" and isinstance(encoder.patch_embed, ConvStem):
         missing = [k for k in missing if not k.startswith("patch_embed.")]  # a conv stem starts fresh
     if missing:
         raise EncoderInitError(f"{path}: {kind} file lacks {len(missing)} encoder weights, e.g. {missing[:3]}"
-                               f" (check enc_depth and the key names)")
+                               f" (check enc_depth, conv_stem, stem_blocks and the key names)")
     encoder.load_state_dict({k: v for k, v in weights.items() if k in params}, strict=False)
     return {"kind": kind, "loaded": len([k for k in weights if k in params]), "unused": unused}
 

@@ -104,6 +104,35 @@ def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path, stem_bl
         assert torch.equal(gry.encoder.state_dict()[k], v), k
 
 
+@pytest.mark.parametrize("saved,wanted", [(0, 1), (1, 0), (2, 1)])
+def test_gryphone_checkpoint_with_another_stem_is_refused(tmp_path, saved, wanted):
+    """A run started from a checkpoint trained with another model.stem_blocks must not load a shifted
+    stem silently: the error names the file and the key to check."""
+    from train.checkpoint import save_checkpoint
+
+    def build(blocks: int):
+        return build_model(ModelConfig(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32,
+                                       enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2,
+                                       max_len=8, conv_stem=True, stem_blocks=blocks))
+    save_checkpoint(tmp_path / "stem.pt", {"train_config": {}, "model": build(saved).state_dict(), "ema": None,
+                                           "vocab": {}, "step": 1})
+    with pytest.raises(EncoderInitError, match=r"stem\.pt.*stem_blocks"):
+        init_encoder(build(wanted).encoder, tmp_path / "stem.pt")
+
+
+def test_deeper_gryphone_checkpoint_is_refused(tmp_path):
+    from train.checkpoint import save_checkpoint
+
+    def build(depth: int):
+        return build_model(ModelConfig(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32,
+                                       enc_depth=depth, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2,
+                                       max_len=8))
+    save_checkpoint(tmp_path / "deep.pt", {"train_config": {}, "model": build(2).state_dict(), "ema": None,
+                                           "vocab": {}, "step": 1})
+    with pytest.raises(EncoderInitError, match=r"deep\.pt.*lacks.*enc_depth"):
+        init_encoder(build(1).encoder, tmp_path / "deep.pt")
+
+
 def test_mismatched_weights_name_the_file_and_the_cause(pair, tmp_path):
     src, _ = pair
     torch.save(_timm_state(src), tmp_path / "narrow.pth")
