@@ -92,7 +92,7 @@ def _demo() -> TrainConfig:
     from), then 1,500 GryphOne steps with the reader kept as an auxiliary loss (BENCHMARKS.md: each
     of the three measured separately). The RMML KL term is ramped in over 400 steps."""
     m = ModelConfig(image_size=(64, 256), patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
-                    stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
+                    dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
     return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
@@ -110,8 +110,9 @@ def _tiny() -> TrainConfig:
 
 def _crohme_cpu() -> TrainConfig:
     """Sized for under two hours on 2 CPU cores, everything included: 96x384 canvas (CROHME's median
-    aspect is 3.5), conv stem + patch 16 (144 tokens) with one residual 3x3 unit per stem stage (`stem_blocks=1`:
-    test2014 8.8% against 4.9% without, side by side, BENCHMARKS.md), width 96; two
+    aspect is 3.5), conv stem + patch 16 (144 tokens) with one residual 3x3 unit after each stem downsampling but
+    the first (`stem_blocks=1`: test2014 8.8% against 4.9% without, side by side, BENCHMARKS.md),
+    width 96; two
     stages (45 minutes of the AR reader on the encoder, then 50 of GryphOne from its encoder and
     decoder, the reader kept as an auxiliary loss); brace-normalized labels; the RMML KL ramped in
     over 1,000 steps (BENCHMARKS.md)."""
