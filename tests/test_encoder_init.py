@@ -104,33 +104,32 @@ def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path, stem_bl
         assert torch.equal(gry.encoder.state_dict()[k], v), k
 
 
+def _small_ar(**over):
+    cfg = dict(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32, enc_depth=1, enc_heads=2,
+               dec_dim=32, dec_depth=1, dec_heads=2, max_len=8)
+    return build_model(ModelConfig(**{**cfg, **over}))
+
+
+def _save_ar(path, **over):
+    from train.checkpoint import save_checkpoint
+
+    save_checkpoint(path, {"train_config": {}, "model": _small_ar(**over).state_dict(), "ema": None,
+                           "vocab": {}, "step": 1})
+
+
 @pytest.mark.parametrize("saved,wanted", [(0, 1), (1, 0), (2, 1)])
 def test_gryphone_checkpoint_with_another_stem_is_refused(tmp_path, saved, wanted):
     """A run started from a checkpoint trained with another model.stem_blocks must not load a shifted
     stem silently: the error names the file and the key to check."""
-    from train.checkpoint import save_checkpoint
-
-    def build(blocks: int):
-        return build_model(ModelConfig(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32,
-                                       enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2,
-                                       max_len=8, conv_stem=True, stem_blocks=blocks))
-    save_checkpoint(tmp_path / "stem.pt", {"train_config": {}, "model": build(saved).state_dict(), "ema": None,
-                                           "vocab": {}, "step": 1})
+    _save_ar(tmp_path / "stem.pt", conv_stem=True, stem_blocks=saved)
     with pytest.raises(EncoderInitError, match=r"stem\.pt.*stem_blocks"):
-        init_encoder(build(wanted).encoder, tmp_path / "stem.pt")
+        init_encoder(_small_ar(conv_stem=True, stem_blocks=wanted).encoder, tmp_path / "stem.pt")
 
 
 def test_deeper_gryphone_checkpoint_is_refused(tmp_path):
-    from train.checkpoint import save_checkpoint
-
-    def build(depth: int):
-        return build_model(ModelConfig(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32,
-                                       enc_depth=depth, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2,
-                                       max_len=8))
-    save_checkpoint(tmp_path / "deep.pt", {"train_config": {}, "model": build(2).state_dict(), "ema": None,
-                                           "vocab": {}, "step": 1})
+    _save_ar(tmp_path / "deep.pt", enc_depth=2)
     with pytest.raises(EncoderInitError, match=r"deep\.pt.*lacks.*enc_depth"):
-        init_encoder(build(1).encoder, tmp_path / "deep.pt")
+        init_encoder(_small_ar(enc_depth=1).encoder, tmp_path / "deep.pt")
 
 
 def test_mismatched_weights_name_the_file_and_the_cause(pair, tmp_path):
