@@ -26,6 +26,7 @@ from tokenizer.files import atomic_write
 from . import sources as sources_mod
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import ANTIALIAS, DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_STROKE_WIDTH, parse_size
+from .render_spec import DEFAULT_SIZE
 from .shards import (DICT_FILE, MAX_SHARD_BYTES, schema, write_dataset_dict, write_json, write_split_metadata,
                      write_table)
 from .sources import SOURCES, Item, iter_items, sort_splits
@@ -207,7 +208,7 @@ def _mp_context():
 
 def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | None = None, *,
             splits: list[str] | None = None, split: str | None = None, limit: int | None = None,
-            size: tuple[int, int] | str = (224, 224), stroke_width: float = DEFAULT_STROKE_WIDTH,
+            size: tuple[int, int] | str = DEFAULT_SIZE, stroke_width: float = DEFAULT_STROKE_WIDTH,
             margin: float = DEFAULT_MARGIN, antialias: str = DEFAULT_ANTIALIAS, max_glyph: float = 0.0,
             workers: int | None = None,
             shard_size: int = 1000, max_shard_bytes: int = MAX_SHARD_BYTES, keep_ink: bool = False,
@@ -421,7 +422,8 @@ def parser(prog: str, description: str, choices: tuple[str, ...], images: bool) 
     p.add_argument("--splits", nargs="+", metavar="NAME", help="convert only these splits")
     p.add_argument("--split", metavar="NAME", help="split name for the input (default: its folder/archive name)")
     p.add_argument("--limit", type=int, metavar="N", help="at most N files per split")
-    p.add_argument("--size", default="224x224", metavar="HxW", help="canvas size (the paper's 224x224; e.g. 112x448)")
+    p.add_argument("--size", default="x".join(map(str, DEFAULT_SIZE)), metavar="HxW",
+                   help="canvas size (the paper's; e.g. 96x384 for CROHME on a CPU)")
     p.add_argument("--stroke-width", type=float, default=DEFAULT_STROKE_WIDTH, help="stroke width in pixels")
     p.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="blank pixels around the ink")
     p.add_argument("--antialias", choices=sorted(ANTIALIAS), default=DEFAULT_ANTIALIAS,

@@ -27,10 +27,8 @@ import cairocffi
 import numpy as np
 
 from .ink import Ink
+from .render_spec import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAULT_STROKE_WIDTH
 
-DEFAULT_SIZE = (224, 224)
-DEFAULT_STROKE_WIDTH = 2.0
-DEFAULT_MARGIN = 8.0
 DEGENERATE_EXTENT = 1e-6
 """Extents below this share of the coordinates' magnitude are treated as zero (see fit)."""
 
@@ -42,8 +40,7 @@ _LITTLE = np.little_endian
 _TOLERANCE = 0.25  # curve flattening of round caps/joins, px (cairo's default 0.1 looks the same)
 ANTIALIAS = {"fast": _lib.CAIRO_ANTIALIAS_FAST, "best": _lib.CAIRO_ANTIALIAS_DEFAULT,
              "none": _lib.CAIRO_ANTIALIAS_NONE}
-DEFAULT_ANTIALIAS = "fast"
-"""cairo's FAST anti-aliasing (4x4 supersampling, 17 coverage levels) costs ~40% less cairo time than
+"""DEFAULT_ANTIALIAS (render_spec.py): cairo's FAST anti-aliasing (4x4 supersampling, 17 coverage levels) costs ~40% less cairo time than
 its default (256 levels); on CROHME renders at 2 px the two differ by 0.75/255 per pixel on average,
 invisible even zoomed. "best" is there for whoever wants it; "none" gives binary images."""
 

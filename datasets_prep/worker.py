@@ -21,6 +21,7 @@ from . import sources
 from .image_intake import fit_image, ink_darkness
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAULT_STROKE_WIDTH, png_bytes, rasterize
+from .render_spec import RenderSpec
 from .shards import MAX_SHARD_BYTES, schema, split_by_bytes, strokes_array, write_table
 from .sources import Item, Sample
 
@@ -48,6 +49,10 @@ class Options:
         d = dict(self.__dict__)
         d["size"] = list(self.size)
         return d
+
+    def render_spec(self) -> RenderSpec:
+        """The part of these options a model must know (written to summary.json with the rest)."""
+        return RenderSpec(self.size, self.stroke_width, self.margin, self.antialias, self.max_glyph, self.binarize)
 
 
 @dataclass

@@ -7,6 +7,8 @@ small data, which is every CPU run.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn as nn
 
@@ -77,3 +79,29 @@ class ViTEncoder(nn.Module):
             x = block(x)
         return self.norm(x)
 
+
+
+@dataclass
+class ViTConfig:
+    """The ViT encoder's settings, shared by every recognizer built on it (a base of their configs)."""
+
+    patch: int = 8
+    enc_dim: int = 384
+    enc_depth: int = 12
+    enc_heads: int = 6
+    conv_stem: bool = False
+    stem_blocks: int = 0          # residual 3x3 units per conv-stem stage after the first (conv_stem only)
+    encoder_init: str = ""        # start the encoder from this file (gryphone checkpoint, DINO/timm/HF weights)
+
+
+def build_vit(cfg: ViTConfig, canvas: tuple[int, int]) -> ViTEncoder:
+    return ViTEncoder(canvas, cfg.patch, cfg.enc_dim, cfg.enc_depth, cfg.enc_heads, cfg.conv_stem,
+                      stem_blocks=cfg.stem_blocks)
+
+
+def vit_flops(cfg: ViTConfig, canvas: tuple[int, int]) -> tuple[float, int]:
+    """(forward matmul FLOPs of the encoder per image, number of memory positions)."""
+    n = (canvas[0] // cfg.patch) * (canvas[1] // cfg.patch)
+    d = cfg.enc_dim
+    flops = cfg.enc_depth * (2 * n * 12 * d * d + 2 * 2 * n * n * d) + 2 * n * d * cfg.patch * cfg.patch
+    return float(flops), n

@@ -171,3 +171,15 @@ def sincos_2d(grid_h: int, grid_w: int, dim: int) -> torch.Tensor:
     rows = sincos_1d(grid_h, dim // 2)[:, None, :].expand(grid_h, grid_w, dim // 2)
     cols = sincos_1d(grid_w, dim // 2)[None, :, :].expand(grid_h, grid_w, dim // 2)
     return torch.cat([rows, cols], dim=-1).reshape(grid_h * grid_w, dim)
+
+
+def decoder_flops(positions: int, dim: int, depth: int, memory: int, mem_dim: int, outputs: int,
+                  ff_hidden: int | None = None) -> tuple[float, float]:
+    """(forward matmul FLOPs of a transformer decoder over `positions`, of its memory key/value
+    projections), 2 per multiply-add: self- and cross-attention projections, the MLP, attention
+    scores and values, and the output heads (`outputs` logits per position)."""
+    L, dd = positions, dim
+    ff = 2 * dd * (ff_hidden if ff_hidden is not None else 4 * dd)
+    per_layer = 2 * L * (4 * dd * dd + ff + 2 * dd * dd) + 2 * 2 * L * L * dd + 2 * 2 * L * memory * dd
+    mem_kv = depth * 2 * memory * mem_dim * 2 * dd
+    return float(depth * per_layer + 2 * L * dd * outputs), float(mem_kv)

@@ -1,0 +1,61 @@
+"""The autoregressive baseline: GryphOne's ViT encoder with a causal transformer decoder over plain
+LaTeX tokens, so "diffusion vs autoregressive" compares decoders alone. Also the stage-1 reader of a
+two-stage GryphOne run (train/pretrain.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from datasets_prep.render_spec import RenderSpec
+from tokenizer.label_spec import LabelSpec
+
+from .autoregressive import ARDecoder, ar_loss, beam_search, greedy
+from .encoder import ViTConfig, build_vit, vit_flops
+from .layers import decoder_flops
+from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from .warm_start import encoder_from_file
+
+
+@dataclass
+class ARConfig(RecognizerConfig, ViTConfig):
+    kind: str = "ar"
+    dec_dim: int = 384
+    dec_depth: int = 5
+    dec_heads: int = 8
+    dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
+
+
+class ARRecognizer(Recognizer):
+    kind = "ar"
+    config_class = ARConfig
+    label_kind = "token"
+    samplers = ("greedy", "beam")
+    default_sampler = "greedy"
+
+    def __init__(self, cfg: ARConfig, render: RenderSpec, labels: LabelSpec):
+        super().__init__(cfg, render, labels)
+        self.encoder = build_vit(cfg, render.size)
+        self.decoder = ARDecoder(len(labels.vocab.tokens), cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
+                                 cfg.enc_dim, cfg.dropout, pos_init=cfg.dec_pos_init)
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return ar_loss(self.decoder, self.decoder.memory_kv(self.encoder(images)), batch["tokens"])
+
+    def warm_start(self, log: Callable[[str], None] = print) -> None:
+        if self.cfg.encoder_init:
+            encoder_from_file(self.encoder, self.cfg.encoder_init, log)
+
+    def flops_per_image(self, train: bool = True) -> float:
+        cfg = self.cfg
+        enc, n = vit_flops(cfg, self.render.size)
+        dec, mem_kv = decoder_flops(cfg.max_len, cfg.dec_dim, cfg.dec_depth, n, cfg.enc_dim,
+                                    len(self.labels.vocab.tokens))
+        return (enc + dec + mem_kv) * (3 if train else 1)
+
+    @torch.no_grad()
+    def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
+        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        beam = spec.beam if spec.sampler == "beam" else 1
+        return greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)

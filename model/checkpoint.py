@@ -1,0 +1,101 @@
+"""Atomic checkpoints that hold everything a run needs to continue exactly, and clear errors when they can't.
+
+A checkpoint is one `torch.save` dict: format version, train config, the recognizer's kind and
+config (`model_config`), the RenderSpec (`render`) and the LabelSpec with its vocabulary (`labels`),
+model / EMA / optimizer state, step, epoch and batch position, and every rank's RNG state.
+`read_specs` reads the recognizer's identity back, from this format or the earlier one (which kept
+the vocabulary under `vocab`, the canvas inside the model config and the normalization flag in the
+train config). It is written to
+a temporary file and `os.replace`d, so a kill leaves either the old or the new file, never half of one
+(a temporary file left by a killed write is removed by the next save).
+
+Checkpoints are shared and downloaded, so they are untrusted input: everything in one is a tensor or a
+plain type (dict, list, tuple, str, number, bool, None), and loading uses `weights_only=True`, which
+refuses any other object instead of running it.
+"""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import torch
+
+from datasets_prep.render_spec import RenderSpec, RenderSpecError
+from tokenizer.files import atomic_path
+from tokenizer.label_spec import LabelSpec, LabelSpecError
+
+from .errors import CheckpointError
+
+FORMAT = "gryphone-checkpoint-2"
+FORMATS = ("gryphone-checkpoint-1", FORMAT)
+REQUIRED = {"gryphone-checkpoint-1": ("format", "train_config", "model", "vocab", "step"),
+            FORMAT: ("format", "train_config", "model_config", "render", "labels", "model", "step")}
+LEGACY_MODEL_KEYS = ("image_size", "num_symbols", "num_modifiers", "num_tokens")
+
+
+def save_checkpoint(path: str | Path, state: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stray in path.parent.glob(path.name + ".tmp*"):  # left by a write that was killed
+        stray.unlink(missing_ok=True)
+    with atomic_path(path, clean=True) as tmp:
+        torch.save({"format": FORMAT, **state}, tmp)
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"{path}: checkpoint is empty (0 bytes)")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" in str(exc).lower() or "weights_only" in str(exc):
+            why = next((ln.strip() for ln in str(exc).splitlines() if "Unpickler error" in ln), "")
+            raise CheckpointError(f"{path}: refused: the file holds objects other than tensors and plain types, "
+                                  f"and loading them could run code ({why.split('. Please')[0]})") from None
+        raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): {exc}") from None
+    except Exception as exc:  # zip/pickle errors vary with how the file is damaged
+        raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): "
+                              f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(state, dict) or state.get("format") not in FORMATS:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise CheckpointError(f"{path}: not a gryphone checkpoint (format {found!r}, expected {FORMAT!r})")
+    missing = [k for k in REQUIRED[state["format"]] if k not in state]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks {missing}")
+    return state
+
+
+def read_specs(state: dict, path: str | Path) -> tuple[str, dict, RenderSpec, LabelSpec]:
+    """(recognizer kind, its config as a dict, RenderSpec, LabelSpec) of a loaded checkpoint, from either
+    format; CheckpointError naming the file when they cannot be read."""
+    try:
+        if state["format"] == FORMAT:
+            model_cfg = dict(state["model_config"])
+            render = RenderSpec.from_dict(state["render"])
+            labels = LabelSpec.from_dict(state["labels"])
+        else:
+            model_cfg, render, labels = _legacy_specs(state)
+        if not isinstance(model_cfg.get("kind"), str):
+            raise ValueError("the model config names no recognizer kind")
+    except (KeyError, TypeError, ValueError, RenderSpecError, LabelSpecError) as exc:
+        raise CheckpointError(f"{path}: cannot read the checkpoint's specs: {exc}") from None
+    return model_cfg["kind"], model_cfg, render, labels
+
+
+def _legacy_specs(state: dict) -> tuple[dict, RenderSpec, LabelSpec]:
+    """The first format: canvas in the model config, render settings beside it when the shards said,
+    vocabulary under `vocab`, normalization in the train config."""
+    model_cfg = dict(state["train_config"]["model"])
+    size = model_cfg.get("image_size", (224, 224))
+    render_d = dict(state.get("render") or {})
+    render_d["size"] = size
+    for k in LEGACY_MODEL_KEYS:
+        model_cfg.pop(k, None)
+    vocab = state["vocab"]
+    kind = {"token": "token", "sat": "sat"}[vocab.get("kind")]
+    labels = LabelSpec.from_dict({"kind": kind, "vocab": vocab["data"],
+                                  "normalized": bool(state["train_config"].get("normalize_labels", False))})
+    return model_cfg, RenderSpec.from_dict(render_d), labels

@@ -1,0 +1,48 @@
+"""From a checkpoint file to a recognizer that reads: `model.load(path)`.
+
+Everything a caller needs comes back together: the recognizer (eval mode, its RenderSpec and
+LabelSpec attached), and the checkpoint's other contents (step, train config). Evaluation,
+prediction, the server and the ONNX export all start here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from datasets_prep.render_spec import RenderSpec
+from tokenizer.label_spec import LabelSpec
+
+from .checkpoint import CheckpointError, load_checkpoint, read_specs
+from .recognizer import Recognizer
+from .registry import build, config_from_dict
+
+
+@dataclass
+class Loaded:
+    recognizer: Recognizer
+    render: RenderSpec
+    labels: LabelSpec
+    state: dict          # the checkpoint dict (step, train_config, ...)
+    path: Path
+
+    @property
+    def step(self) -> int:
+        return int(self.state.get("step", 0))
+
+
+def load(path: str | Path, device: str | torch.device = "cpu", use_ema: bool = True) -> Loaded:
+    """Load a checkpoint written by train.run (either format); CheckpointError naming the file on
+    anything unusable, including a stored config with impossible values."""
+    path = Path(path)
+    state = load_checkpoint(path)
+    kind, model_cfg, render, labels = read_specs(state, path)
+    try:
+        cfg = config_from_dict(model_cfg)
+        recognizer = build(cfg, render, labels)
+        weights = state.get("ema") if use_ema and state.get("ema") else state["model"]
+        recognizer.load_state_dict(weights)
+    except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+        raise CheckpointError(f"{path}: checkpoint does not match this version of the model: {exc}") from None
+    return Loaded(recognizer.to(device).eval(), render, labels, state, path)

@@ -1,0 +1,133 @@
+"""The recognizer seam: what every recognizer gives the trainer, evaluation, prediction and export.
+
+A recognizer is one module with its own config dataclass and a class deriving `Recognizer`; one line
+in `model/registry.py` makes `model.kind=NAME` pick it. The rest of the project talks to it only
+through this interface:
+
+- `targets(latex)`: one label -> the training target arrays (LatexError when it cannot be encoded),
+- `loss(images, batch, generator)`: the training loss (a dict with "loss" and "ce"); `forward` is
+  the same call, so DDP and torch.compile wrap it,
+- `step_inputs(step)`: per-step extras the loss reads from the batch (a ramp, say),
+- `recognize(images, spec)`: images -> LaTeX strings (every one parses unless `spec.valid` is off),
+- `samplers` / `default_sampler`: the decoding options it supports,
+- `flops_per_image(train)`: matmul FLOPs for MFU,
+- `warm_start(log)`: start weights from files named in its config (encoder_init, ...).
+
+Images are float [B, 1, H, W] with ink = 1 on 0, H x W the RenderSpec's canvas.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from datasets_prep.render_spec import RenderSpec
+from tokenizer.label_spec import LabelSpec
+from tokenizer.vocab import TokenVocab
+
+from .repair import delete_until_valid, is_valid
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """How to decode: a diffusion sampler with T steps, or an autoregressive one with a beam width."""
+
+    sampler: str = "remask"   # remask | remask-keep | mask-predict (GryphOne); greedy | beam (AR family)
+    T: int = 10
+    beam: int = 1
+    seed: int = 0
+    valid: bool = True        # repair outputs that do not parse (model/repair.py)
+
+    @property
+    def name(self) -> str:
+        if self.sampler in ("greedy", "beam"):
+            return "ar-greedy" if self.beam <= 1 else f"ar-beam{self.beam}"
+        return f"{self.sampler}-T{self.T}"
+
+
+@dataclass
+class RecognizerConfig:
+    """What every recognizer's config has; each recognizer's own dataclass derives from it."""
+
+    kind: str = ""
+    max_len: int = 150        # label window: SAT positions or tokens including BOS/EOS
+    dropout: float = 0.1      # the decoder's
+
+
+class Recognizer(nn.Module):
+    kind: ClassVar[str]
+    config_class: ClassVar[type]
+    label_kind: ClassVar[str] = "token"            # which LabelSpec vocabulary it reads: "sat" | "token"
+    samplers: ClassVar[tuple[str, ...]] = ("greedy", "beam")
+    default_sampler: ClassVar[str] = "greedy"
+
+    def __init__(self, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec):
+        super().__init__()
+        if labels.kind != self.label_kind:
+            raise ValueError(f"{self.kind} reads {self.label_kind!r} labels, got a {labels.kind!r} label spec")
+        self.cfg, self.render, self.labels = cfg, render, labels
+
+    # --- training -------------------------------------------------------------------------------
+    def targets(self, latex: str) -> dict[str, np.ndarray]:
+        """Token recognizers: BOS tokens EOS PAD... over max_len (LatexError when it cannot be)."""
+        return {"tokens": self.labels.vocab.encode(latex, self.cfg.max_len)}
+
+    def target_names(self) -> tuple[str, ...]:
+        return tuple(self.targets("x"))
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return self.loss(images, batch, generator)
+
+    def step_inputs(self, step: int) -> dict[str, torch.Tensor]:
+        return {}
+
+    def warm_start(self, log: Callable[[str], None] = print) -> None:
+        """Load starting weights named by the config (nothing by default)."""
+
+    def flops_per_image(self, train: bool = True) -> float:
+        raise NotImplementedError
+
+    # --- decoding -------------------------------------------------------------------------------
+    def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
+        """Token recognizers: ids [B, <=max_len] (BOS ... EOS PAD)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def recognize(self, images: torch.Tensor, spec: DecodeSpec | None = None, history: list | None = None,
+                  stats: Counter | None = None) -> list[str]:
+        """images [B, 1, H, W] -> LaTeX; with spec.valid every string parses. `stats` accumulates
+        "outputs", "raw_invalid", "repaired" and "last_resort" counts; `history` collects per-step
+        states where the decoder has steps (GryphOne's refinement)."""
+        spec = spec or DecodeSpec(self.default_sampler)
+        self.check_spec(spec)
+        stats = stats if stats is not None else Counter()
+        images = images.to(next(self.parameters()).device)
+        stats["outputs"] += images.shape[0]
+        vocab: TokenVocab = self.labels.vocab
+        out = []
+        for text in (vocab.decode(row) for row in self.decode_ids(images, spec, history).tolist()):
+            if not is_valid(text):  # no per-position alternatives here: the deletion repair only
+                stats["raw_invalid"] += 1
+                if spec.valid:
+                    stats["last_resort"] += 1
+                    text = delete_until_valid(text)
+            out.append(text)
+        return out
+
+    def check_spec(self, spec: DecodeSpec) -> None:
+        """A clear error for a decoder this recognizer does not have, or impossible settings."""
+        if spec.sampler not in self.samplers:
+            raise ValueError(f"{self.kind} decodes with {', '.join(self.samplers)}; got sampler {spec.sampler!r}")
+        if spec.T < 1 or spec.beam < 1:
+            raise ValueError(f"T and beam must be >= 1, got T={spec.T}, beam={spec.beam}")
+
+
+def count_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,82 @@
+"""Which recognizers exist: `model.kind=NAME` picks one. Adding a recognizer is its module and one line
+in RECOGNIZERS."""
+from __future__ import annotations
+
+import dataclasses
+
+from datasets_prep.render_spec import RenderSpec
+from tokenizer.label_spec import LabelSpec
+
+from .ar_baseline import ARRecognizer
+from .errors import RecognizerConfigError
+from .gryphone import GryphOne
+from .recognizer import Recognizer, RecognizerConfig
+
+RECOGNIZERS: dict[str, type[Recognizer]] = {
+    "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone.py)
+    "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar_baseline.py)
+}
+
+POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")
+
+
+def recognizer_class(kind: str) -> type[Recognizer]:
+    try:
+        return RECOGNIZERS[kind]
+    except KeyError:
+        raise RecognizerConfigError(f"unknown model.kind {kind!r}; choose from {', '.join(RECOGNIZERS)}") from None
+
+
+def config_keys(kind: str) -> list[str]:
+    return [f.name for f in dataclasses.fields(recognizer_class(kind).config_class)]
+
+
+def config_from_dict(d: dict) -> RecognizerConfig:
+    """A recognizer config from its dict (as stored); unknown keys are an error listing the valid ones."""
+    if not isinstance(d, dict):
+        raise RecognizerConfigError(f"model config must be a mapping, got {type(d).__name__}")
+    cls = recognizer_class(d.get("kind", "diffusion")).config_class
+    return _dataclass_from_dict(cls, d, "model")
+
+
+def _dataclass_from_dict(cls: type, d: dict, where: str):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - set(fields))
+    if unknown:
+        raise RecognizerConfigError(f"{where}: unknown keys {unknown} for this kind; valid: {', '.join(fields)}")
+    kwargs = {}
+    for name, value in d.items():
+        default = cls().__dict__[name] if name in cls().__dict__ else None
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            value = _dataclass_from_dict(type(default), value, f"{where}.{name}")
+        elif isinstance(default, tuple) and isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def switch_kind(cfg: RecognizerConfig, kind: str) -> RecognizerConfig:
+    """A config of another kind that keeps every setting the two kinds share (encoder, widths, window),
+    so `--config demo model.kind=ar` is the AR baseline on the demo's encoder."""
+    cls = recognizer_class(kind).config_class
+    names = {f.name for f in dataclasses.fields(cls)}
+    shared = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name in names and f.name != "kind"}
+    return cls(kind=kind, **shared)
+
+
+def validate_config(cfg: RecognizerConfig) -> None:
+    for name in POSITIVE:
+        value = getattr(cfg, name, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise RecognizerConfigError(f"model.{name} must be a positive integer, got {value!r}")
+    for dim, heads in (("enc_dim", "enc_heads"), ("dec_dim", "dec_heads")):
+        if hasattr(cfg, dim) and getattr(cfg, dim) % getattr(cfg, heads):
+            raise RecognizerConfigError(f"model.{dim}={getattr(cfg, dim)} is not a multiple of "
+                                        f"model.{heads}={getattr(cfg, heads)}")
+    if not 0 <= cfg.dropout < 1:
+        raise RecognizerConfigError(f"model.dropout must be in [0, 1), got {cfg.dropout!r}")
+
+
+def build(cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec) -> Recognizer:
+    validate_config(cfg)
+    return recognizer_class(cfg.kind)(cfg, render, labels)
