@@ -14,9 +14,9 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .checkpoint import CheckpointError, load_checkpoint, read_specs
+from .checkpoint import FORMAT, CheckpointError, load_checkpoint, read_specs
 from .recognizer import Recognizer
-from .registry import build, config_from_dict
+from .registry import build, config_from_dict, config_keys
 
 
 @dataclass
@@ -39,6 +39,8 @@ def load(path: str | Path, device: str | torch.device = "cpu", use_ema: bool = T
     state = load_checkpoint(path)
     kind, model_cfg, render, labels = read_specs(state, path)
     try:
+        if state["format"] != FORMAT:  # the first format kept every kind's keys in one config
+            model_cfg = {k: v for k, v in model_cfg.items() if k in config_keys(kind)}
         cfg = config_from_dict(model_cfg)
         recognizer = build(cfg, render, labels)
         weights = state.get("ema") if use_ema and state.get("ema") else state["model"]

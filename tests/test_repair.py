@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tokenizer import SATVocab, tokenize
 from tokenizer.grammar import check_valid
 from tokenizer.lexer import detokenize
-from train.valid_decode import delete_until_valid, is_valid, repair_ids
+from model.repair import delete_until_valid, is_valid, repair_ids
 
 LABELS = ["24-\\frac{6}{7}", "x^{2}+y_{i}", "\\sqrt{x}+\\frac{a}{b}", "\\left(x\\right)", "a^{b^{c}}", "{x}"]
 VOCAB = SATVocab.build(LABELS)

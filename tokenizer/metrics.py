@@ -140,3 +140,8 @@ def mathwriting_tokenize(latex: str) -> list[str]:
         tokens.append(tok)
         i += len(tok)
     return tokens
+
+
+def token_distance(ref: str, hyp: str) -> int:
+    """Edit distance between two labels' LaTeX tokens (the ExpRate <=k measure for one sample)."""
+    return edit_distance(_tokens(ref), _tokens(hyp))

@@ -18,7 +18,8 @@ import copy
 import dataclasses
 from dataclasses import dataclass, field
 
-from model import LossConfig, ModelConfig
+from model import GryphOneConfig, LossConfig, RecognizerConfig
+from model.registry import config_from_dict, config_keys, recognizer_class, switch_kind
 
 from .augment import AugmentConfig
 
@@ -43,7 +44,8 @@ class TrainConfig:
     out: str = "runs/custom"
     train_split: str = "train"
     eval_splits: tuple[str, ...] = ("valid",)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: RecognizerConfig = field(default_factory=GryphOneConfig)  # model.kind picks the recognizer
+    canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): whatever they have
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
     batch_size: int = 32                 # global batch (split across DDP ranks)
@@ -51,7 +53,9 @@ class TrainConfig:
     weight_decay: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     warmup_steps: int = 0
-    schedule: str = "constant"           # constant | cosine (after warmup)
+    warmup_start: float = 0.0            # the warmup starts at this share of lr (the official GryphOne: 0.2)
+    schedule: str = "constant"           # constant | cosine | step (after warmup; step: lr / 10 at each milestone)
+    lr_milestones: tuple[float, ...] = ()  # epochs at which the "step" schedule divides lr by 10
     min_lr_ratio: float = 0.1
     epochs: float = 60.0
     max_steps: int = 0                   # >0 overrides epochs
@@ -72,16 +76,16 @@ class TrainConfig:
     bf16: bool | None = None             # None: on for CUDA, off on CPU
     threads: int = 0                     # torch CPU threads; 0 = torch default
     drop_invalid: bool = True            # skip training samples whose label failed validation
-    normalize_labels: bool = False       # train on tokenizer.normalize(label) and score against normalized references
+    normalize_labels: bool = False       # the LabelSpec's `normalized`: learn and score tokenizer.normalize(label)
     extended_modifiers: bool = False     # SAT extended modifier set
     vocab_min_count: int = 1
     ddp_check: bool = False              # each rank writes a digest of its parameters at the end (tests)
 
 
 def _micro() -> TrainConfig:
-    m = ModelConfig(image_size=(64, 64), patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
+    m = GryphOneConfig(patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
-    return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
+    return TrainConfig(name="micro", out="runs/micro", model=m, canvas=(64, 64), batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
                        log_every=50, ckpt_every=0, eval_T=(1, 10), eval_seeds=1, num_workers=0,
                        eval_splits=("train",))
 
@@ -91,10 +95,10 @@ def _demo() -> TrainConfig:
     stages: 1,000 steps of the AR reader train the encoder (and the decoder blocks GryphOne starts
     from), then 1,500 GryphOne steps with the reader kept as an auxiliary loss (BENCHMARKS.md: each
     of the three measured separately). The RMML KL term is ramped in over 400 steps."""
-    m = ModelConfig(image_size=(64, 256), patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
+    m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
-    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
+    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m, canvas=(64, 256),
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
                        weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50,
                        eval_every=400, eval_limit=100, ckpt_every=400, eval_T=(1, 10), eval_seeds=2,
@@ -102,9 +106,9 @@ def _demo() -> TrainConfig:
 
 
 def _tiny() -> TrainConfig:
-    m = ModelConfig(image_size=(224, 224), patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
+    m = GryphOneConfig(patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
                     dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
-    return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
+    return TrainConfig(name="tiny", out="runs/tiny", model=m, canvas=(224, 224), batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
                        max_steps=2000, eval_T=(1, 10))
 
 
@@ -116,10 +120,10 @@ def _crohme_cpu() -> TrainConfig:
     stages (45 minutes of the AR reader on the encoder, then 50 of GryphOne from its encoder and
     decoder, the reader kept as an auxiliary loss); brace-normalized labels; the RMML KL ramped in
     over 1,000 steps (BENCHMARKS.md)."""
-    m = ModelConfig(image_size=(96, 384), patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
+    m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
                     stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
                     loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
-    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
+    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m, canvas=(96, 384),
                        pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True),
                        batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
                        max_minutes=50, eval_every=1000, eval_limit=150, ckpt_every=250,
@@ -129,17 +133,19 @@ def _crohme_cpu() -> TrainConfig:
 
 def _paper() -> TrainConfig:
     """The published recipe, with the official implementation's choices where the paper is silent
-    (docs/training.md, docs/model.md): the official decoder (fixed unit sin-cos positions, one table
+    (docs/training.md, docs/model.md): warm-up from 0.2 x lr over 100 steps, lr / 10 at epoch 50; the
+    official decoder (fixed unit sin-cos positions, one table
     for symbols and modifiers, post-add blocks with normed projections), streams masked independently
     with t ~ U(0, 1), KL to a detached target, the keep-visible sampler evaluated beside the paper's,
     grad-norm clip 10, 100 warm-up steps. Start the encoder from DINO ViT-S/8 weights with
     `model.encoder_init=PATH` where you have them."""
-    m = ModelConfig(image_size=(224, 224), patch=8, enc_dim=384, enc_depth=12, enc_heads=6, dec_dim=384,
+    m = GryphOneConfig(patch=8, enc_dim=384, enc_depth=12, enc_heads=6, dec_dim=384,
                     dec_depth=5, dec_heads=8, dropout=0.3, max_len=150,
                     dec_pos="fixed", dec_shared_table=True, dec_block="official",
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
-    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
-                       lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, grad_clip=10.0,
+    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, canvas=(224, 224), batch_size=32,
+                       lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, warmup_start=0.2,
+                       schedule="step", lr_milestones=(50.0,), grad_clip=10.0,
                        eval_splits=("valid", "test"), eval_T=(1, 10, 50), eval_samplers=("remask-keep", "remask"),
                        eval_seeds=10, num_workers=6, ckpt_every=2000)
 
@@ -163,7 +169,9 @@ def _parse_value(text: str, current: object) -> object:
         if low in ("none", "auto"):
             return None
     if isinstance(current, tuple):
-        kind = type(current[0]) if current else str
+        parts = [p for p in text.split(",") if p]
+        numeric = all(p.replace(".", "", 1).lstrip("-").isdigit() for p in parts)
+        kind = type(current[0]) if current else (float if numeric and parts else str)
         sep_text = text.replace("x", ",") if kind in (int, float) else text
         return tuple(kind(p) for p in sep_text.split(",") if p)
     if isinstance(current, bool):
@@ -181,25 +189,44 @@ def _parse_value(text: str, current: object) -> object:
 
 
 def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
-    """Return a copy of cfg with `a.b.c=value` overrides applied; unknown keys are an error."""
+    """Return a copy of cfg with `a.b.c=value` overrides applied; unknown keys are an error.
+
+    `model.kind=NAME` is applied first, whatever its place: the preset's model settings that the new
+    kind shares (encoder, widths, window) carry over, the rest take that kind's defaults, and a key
+    the chosen kind does not have is an error listing the ones it has."""
     cfg = copy.deepcopy(cfg)
+    pairs = []
     for item in overrides:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not key=value")
         key, text = item.split("=", 1)
-        target: object = cfg
-        *path, leaf = key.strip().split(".")
-        for part in path:
-            if not dataclasses.is_dataclass(target) or not hasattr(target, part):
-                raise ValueError(f"unknown config key {key!r}")
-            target = getattr(target, part)
-        if not dataclasses.is_dataclass(target) or leaf not in {f.name for f in dataclasses.fields(target)}:
-            raise ValueError(f"unknown config key {key!r}")
-        try:
-            setattr(target, leaf, _parse_value(text, getattr(target, leaf)))
-        except (ValueError, SyntaxError) as exc:
-            raise ValueError(f"bad value for {key}: {text!r} ({exc})") from None
+        pairs.append((key.strip(), text))
+    for key, text in pairs:
+        if key == "model.kind":
+            recognizer_class(text)  # a clear error for an unknown kind
+            cfg.model = switch_kind(cfg.model, text)
+    for key, text in pairs:
+        if key != "model.kind":
+            _set(cfg, key, text)
     return cfg
+
+
+def _set(cfg: TrainConfig, key: str, text: str) -> None:
+    target: object = cfg
+    *path, leaf = key.split(".")
+    for part in path:
+        if not dataclasses.is_dataclass(target) or not hasattr(target, part):
+            raise ValueError(f"unknown config key {key!r}")
+        target = getattr(target, part)
+    if not dataclasses.is_dataclass(target) or leaf not in {f.name for f in dataclasses.fields(target)}:
+        if path[:1] == ["model"]:
+            raise ValueError(f"unknown config key {key!r} for model.kind={cfg.model.kind}; its keys: "
+                             f"{', '.join(config_keys(cfg.model.kind))}")
+        raise ValueError(f"unknown config key {key!r}")
+    try:
+        setattr(target, leaf, _parse_value(text, getattr(target, leaf)))
+    except (ValueError, SyntaxError) as exc:
+        raise ValueError(f"bad value for {key}: {text!r} ({exc})") from None
 
 
 def to_dict(cfg: TrainConfig) -> dict:
@@ -208,13 +235,13 @@ def to_dict(cfg: TrainConfig) -> dict:
 
 def from_dict(d: dict) -> TrainConfig:
     d = dict(d)
-    d["model"] = ModelConfig.from_dict(d["model"])
+    d["model"] = config_from_dict(d["model"])
     d["pretrain"] = PretrainConfig(**d.get("pretrain", {}))
     aug = dict(d.get("augment", {}))
     if "scale" in aug:
         aug["scale"] = tuple(aug["scale"])
     d["augment"] = AugmentConfig(**aug)
-    for k in ("eval_splits", "eval_T", "betas"):
+    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones"):
         if k in d:
             d[k] = tuple(d[k])
     if "eval_samplers" in d:

@@ -11,15 +11,15 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 from PIL import Image
 
 from datasets_prep.shards import ShardError, load_split
-from tokenizer import LatexError, SATVocab, TokenVocab, normalize, position_forest
-
-FOREST_RELATIONS = {"M": 0, "L": 1, "R": 2}
+from tokenizer import LatexError
+from tokenizer.label_spec import LabelSpec, prepare_label
 
 
 def image_to_tensor(png: bytes, size: tuple[int, int]) -> torch.Tensor:
@@ -29,16 +29,6 @@ def image_to_tensor(png: bytes, size: tuple[int, int]) -> torch.Tensor:
     if arr.shape != tuple(size):
         raise ValueError(f"image is {arr.shape[0]}x{arr.shape[1]}, the model expects {size[0]}x{size[1]}")
     return torch.from_numpy(255 - arr).float().div_(255.0)[None]
-
-
-def forest_targets(latex: str, max_len: int, depths: int) -> tuple[np.ndarray, np.ndarray]:
-    """Position-forest labels aligned with SAT positions: nesting level and last relation (-100 = ignore)."""
-    level = np.full(max_len, -100, dtype=np.int64)
-    relation = np.full(max_len, -100, dtype=np.int64)
-    for i, path in enumerate(position_forest(latex)[:max_len]):
-        level[i] = min(len(path) - 1, depths - 1)
-        relation[i] = FOREST_RELATIONS.get(path[-1], 0)
-    return level, relation
 
 
 @dataclass
@@ -53,76 +43,65 @@ class SplitData:
     skipped_examples: list[dict] = field(default_factory=list)
 
 
-def split_labels(table, normalized: bool) -> list[str]:
-    """The `latex` column, optionally through tokenizer.normalize (a label it cannot parse stays as is)."""
-    latex = table.column("latex").to_pylist()
-    if not normalized:
-        return latex
-    out = []
-    for text in latex:
-        try:
-            out.append(normalize(text))
-        except LatexError:
-            out.append(text)
-    return out
-
-
-def read_labels(split_dir: Path, normalized: bool) -> tuple:
-    """(table, labels) of a split: its shards memory-mapped and the `latex` column as `split_labels` gives it."""
+def read_labels(split_dir: Path, labels: LabelSpec | bool) -> tuple:
+    """(table, labels) of a split: its shards memory-mapped and the `latex` column as the label spec
+    prepares it (normalized or not; `labels` may be the spec or its `normalized` flag)."""
     table = load_split(split_dir)
-    return table, split_labels(table, normalized)
+    normalized = labels.normalized if isinstance(labels, LabelSpec) else bool(labels)
+    return table, [prepare_label(t, normalized) for t in table.column("latex").to_pylist()]
 
 
-def load_split_data(split_dir: Path, vocab: SATVocab | TokenVocab, max_len: int, *, drop_invalid: bool = True,
-                    forest_depths: int = 0, keep_all: bool = False, normalized: bool = False,
+def load_split_data(split_dir: Path, targets: Callable[[str], dict[str, np.ndarray]], max_len: int, *,
+                    labels: LabelSpec, drop_invalid: bool = True, keep_all: bool = False,
                     labelled: tuple | None = None) -> SplitData:
-    """Encode every label of a split.
+    """Encode every label of a split with a recognizer's `targets` (model/recognizer.py).
 
     keep_all: keep rows whose label cannot be encoded (evaluation must score every sample: their
     targets are all PAD and only the reference string is used).
-    normalized: use tokenizer.normalize(label) as the target and reference.
-    labelled: read_labels(split_dir, normalized), when the caller already has it.
+    labelled: read_labels(split_dir, labels), when the caller already has it.
     """
-    table, latex = labelled if labelled is not None else read_labels(split_dir, normalized)
+    table, latex = labelled if labelled is not None else read_labels(split_dir, labels)
     errors = table.column("label_error").to_pylist() if "label_error" in table.column_names else [None] * len(latex)
-    rows, labels = [], []
-    names = ["tokens"] if isinstance(vocab, TokenVocab) else ["symbols", "modifiers"]
-    if forest_depths:
-        names += ["level", "relation"]
-    cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    rows, kept = [], []
+    cols: dict[str, list[np.ndarray]] = {}
     skipped: Counter = Counter()
     examples: list[dict] = []
-    pad = np.zeros(max_len, dtype=np.int64)
 
     def skip(i: int, reason: str, detail: str) -> None:
         skipped[reason] += 1
         if len(examples) < 20:
             examples.append({"row": i, "reason": reason, "detail": detail, "latex": latex[i]})
 
+    pad = None
     for i, (text, err) in enumerate(zip(latex, errors)):
         if err and drop_invalid and not keep_all:
             skip(i, "invalid-label", err)
             continue
         try:
-            if isinstance(vocab, TokenVocab):
-                enc = {"tokens": vocab.encode(text, max_len)}
-            else:
-                e = vocab.encode(text, max_len)
-                enc = {"symbols": e.symbols, "modifiers": e.modifiers}
-            if forest_depths:
-                enc["level"], enc["relation"] = forest_targets(text, max_len, forest_depths)
+            enc = targets(text)
         except LatexError as exc:
             if not keep_all:
                 skip(i, getattr(exc, "kind", "label-error"), str(exc))
                 continue
             skipped[f"scored-unencodable:{getattr(exc, 'kind', 'label-error')}"] += 1
-            enc = {n: pad for n in names}
+            pad = pad or {n: np.zeros_like(v) for n, v in targets("x").items()}
+            enc = pad
         rows.append(i)
-        labels.append(text)
-        for n in names:
-            cols[n].append(enc[n])
-    targets = {n: (np.stack(v) if v else np.zeros((0, max_len), dtype=np.int64)) for n, v in cols.items()}
-    return SplitData(table, np.asarray(rows, dtype=np.int64), labels, targets, skipped, examples)
+        kept.append(text)
+        for n, v in enc.items():
+            cols.setdefault(n, []).append(v)
+    names = cols.keys() or targets("x").keys()
+    stacked = {n: (np.stack(cols[n]) if cols.get(n) else np.zeros((0, max_len), dtype=np.int64)) for n in names}
+    return SplitData(table, np.asarray(rows, dtype=np.int64), kept, stacked, skipped, examples)
+
+
+def sample_ids(data: SplitData) -> list[str]:
+    """Each row's `sample_id` (or its path, or its row number): what an eval row is traced back by."""
+    for column in ("sample_id", "path"):
+        if column in data.table.column_names:
+            values = data.table.column(column).to_pylist()
+            return [str(values[int(r)]) for r in data.rows]
+    return [str(int(r)) for r in data.rows]
 
 
 class ShardDataset(torch.utils.data.Dataset):
@@ -175,4 +154,4 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
 
 
 __all__ = ["ShardDataset", "ShardError", "SplitData", "collate", "epoch_batches", "image_to_tensor",
-           "load_split_data"]
+           "load_split_data", "read_labels", "sample_ids"]

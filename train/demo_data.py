@@ -11,6 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from datasets_prep.render import parse_size
+
+from .config import preset
+
 DEMO_SPLITS = {"train": (3000, 1), "test": (200, 2)}  # split -> (count, seed)
 
 
@@ -77,12 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=500, help="inks (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=7, help="label and writer seed (default: %(default)s; the demo "
                                                         f"uses {sorted(s for _, s in DEMO_SPLITS.values())})")
-    ap.add_argument("--size", default="64x256", help="canvas HxW (default: %(default)s, the demo's)")
+    ap.add_argument("--size", default="x".join(map(str, preset("demo").canvas)),
+                    help="canvas HxW (default: %(default)s, the demo's)")
     args = ap.parse_args(argv)
     if args.seed in {s for _, s in DEMO_SPLITS.values()}:
         ap.error(f"seed {args.seed} is one the demo trains or tests on")
-    from datasets_prep.render import parse_size
-
     prepare_demo_data(args.out, parse_size(args.size), splits={"test": (args.count, args.seed)})
     print(f"wrote {args.out}/shards/test; score a run with: python -m train.eval --ckpt runs/demo/ckpt.pt "
           f"--data {args.out}/shards --splits test --T 1,10")

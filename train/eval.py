@@ -1,13 +1,17 @@
-"""Evaluate a checkpoint on shard splits: CER, EM, ExpRate <=1/<=2, symbol and structure error rates.
+"""Evaluate a checkpoint on shard splits: ExpRate, <=1, <=2, CER, symbol and structure error rates.
 
 Every sample of a split is scored (an unencodable or over-long reference still counts, as a miss the
-model cannot avoid); metrics come from `tokenizer.metrics`, computed on decoded LaTeX, raw and again
-after `tokenizer.normalize` on both sides (`*_normalized`; the table's ExpNorm), so spelling
-differences can be told from recognition errors. The stochastic re-mask sampler is run over several
-seeds and reported as mean and spread. `--json` keeps every prediction beside its reference, so any
-other scorer can be run on them. RawInv is the share of raw outputs that did not parse (repaired).
+model cannot avoid); metrics come from `tokenizer.metrics`, computed on decoded LaTeX, against the
+references as the run learned them (normalized when its LabelSpec says so), and again after
+`tokenizer.normalize` on both sides (`*_canonical`; the table's ExpCanon), so spelling differences
+can be told from recognition errors. The stochastic re-mask sampler is run over several seeds and
+reported as mean and spread. `--json` keeps every prediction of every decoder and seed with its
+`sample_id`, so any other scorer can be run on them and any error traced to its file; `--errors N`
+prints the N worst samples. RawInv is the share of raw outputs that did not parse (repaired).
 
     python -m train.eval --ckpt runs/demo/ckpt.pt --data runs/demo/shards --splits test --T 1,10
+
+Exit status: 0 done; 1 an unusable checkpoint or shard folder (named); 2 bad command line.
 """
 from __future__ import annotations
 
@@ -22,19 +26,18 @@ from pathlib import Path
 
 import torch
 
-from tokenizer import LatexError, TokenVocab, normalize
-from tokenizer.metrics import score
+from datasets_prep.shards import ShardError
+from model import CheckpointError, DecodeSpec, Recognizer, load
+from model.repair import is_valid
+from tokenizer import LatexError, normalize
+from tokenizer.metrics import score, token_distance
 
-from .checkpoint import CheckpointError
-from .data import ShardDataset, ShardError, collate, load_split_data
-from .inference import DecoderSpec, load_model, recognize
-from .valid_decode import is_valid
+from .data import ShardDataset, collate, load_split_data, sample_ids
+
+CANONICAL_KEYS = ("em", "exprate_le1", "exprate_le2", "cer")
 
 
-NORMALIZED_KEYS = ("em", "exprate_le1", "exprate_le2", "cer")
-
-
-def _normalized(latex: str) -> str:
+def canonical(latex: str) -> str:
     """tokenizer.normalize applied to a reference or a prediction alike (unchanged if it cannot parse):
     scores that do not depend on spelling (`x^2` vs `x^{2}`, `\\le` vs `\\leq`)."""
     try:
@@ -43,49 +46,55 @@ def _normalized(latex: str) -> str:
         return latex
 
 
-def default_specs(vocab, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
-                  beams=(1,), valid: bool = True) -> list[DecoderSpec]:
-    if isinstance(vocab, TokenVocab):
-        return [DecoderSpec("greedy" if b <= 1 else "beam", beam=b, valid=valid) for b in beams]
+def default_specs(recognizer: Recognizer, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
+                  beams=(1,), valid: bool = True) -> list[DecodeSpec]:
+    """The decoders to score: each sampler the recognizer has at each T (seeded ones over `seeds`), or
+    greedy/beam for the autoregressive family."""
+    if recognizer.label_kind == "token":
+        return [DecodeSpec("greedy" if b <= 1 else "beam", beam=b, valid=valid) for b in beams]
     specs = []
     for sampler in samplers:
         for T in Ts:
             n = seeds if (sampler.startswith("remask") and T > 1) else 1
-            specs += [DecoderSpec(sampler, T=T, seed=s, valid=valid) for s in range(n)]
+            specs += [DecodeSpec(sampler, T=T, seed=s, valid=valid) for s in range(n)]
     return specs
 
 
-def decode_split(model, vocab, dataset: ShardDataset, spec: DecoderSpec, batch_size: int = 32,
+def decode_split(recognizer: Recognizer, dataset: ShardDataset, spec: DecodeSpec, batch_size: int = 32,
                  stats: Counter | None = None) -> list[str]:
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=collate)
     hyps: list[str] = []
     for i, batch in enumerate(loader):
-        hyps += recognize(model, vocab, batch["image"], dataclasses.replace(spec, seed=spec.seed * 100_003 + i),
-                          stats=stats)
+        hyps += recognizer.recognize(batch["image"], dataclasses.replace(spec, seed=spec.seed * 100_003 + i),
+                                     stats=stats)
     return hyps
 
 
-def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[DecoderSpec],
-             batch_size: int = 32) -> dict:
-    """{decoder name: {metric: mean, metric_std: spread, "seeds": n, "ms_per_image": ...}} plus samples."""
+def _metrics(refs: list[str], hyps: list[str], stats: Counter, seconds: float) -> dict:
+    metrics = score(refs, hyps)
+    canon = score([canonical(r) for r in refs], [canonical(h) for h in hyps])
+    metrics.update({f"{k}_canonical": v for k, v in canon.items() if k in CANONICAL_KEYS})
+    n = max(1, len(hyps))
+    metrics["ms_per_image"] = 1000 * seconds / n
+    metrics["raw_invalid_rate"] = stats["raw_invalid"] / n    # the argmax output did not parse
+    metrics["repaired_rate"] = stats["repaired"] / n          # fixed by a one/two-position edit
+    metrics["invalid_rate"] = sum(not is_valid(h) for h in hyps) / n  # what is returned (0 with repair)
+    return metrics
+
+
+def evaluate(recognizer: Recognizer, dataset: ShardDataset, refs: list[str], ids: list[str],
+             specs: list[DecodeSpec], batch_size: int = 32) -> dict:
+    """{"metrics": {decoder: {metric: mean, metric_std, "seeds"}}, "predictions": [{sample_id, ref,
+    decoder, seed, hyp}, ...] for every decoder and seed}."""
     runs: dict[str, list[dict]] = {}
-    examples: dict[str, list[dict]] = {}
+    predictions: list[dict] = []
     for spec in specs:
         t0 = time.perf_counter()
         stats: Counter = Counter()
-        hyps = decode_split(model, vocab, dataset, spec, batch_size, stats)
-        elapsed = time.perf_counter() - t0
-        metrics = score(refs, hyps)
-        normed = score([_normalized(r) for r in refs], [_normalized(h) for h in hyps])
-        metrics.update({f"{k}_normalized": v for k, v in normed.items() if k in NORMALIZED_KEYS})
-        metrics["ms_per_image"] = 1000 * elapsed / max(1, len(refs))
-        n = max(1, len(hyps))
-        metrics["raw_invalid_rate"] = stats["raw_invalid"] / n    # the argmax output did not parse
-        metrics["repaired_rate"] = stats["repaired"] / n          # fixed by a one/two-position edit
-        metrics["invalid_rate"] = sum(not is_valid(h) for h in hyps) / n  # what is returned (0 with repair)
-        runs.setdefault(spec.name, []).append(metrics)
-        if spec.name not in examples:
-            examples[spec.name] = [{"ref": r, "hyp": h} for r, h in zip(refs, hyps)]
+        hyps = decode_split(recognizer, dataset, spec, batch_size, stats)
+        runs.setdefault(spec.name, []).append(_metrics(refs, hyps, stats, time.perf_counter() - t0))
+        predictions += [{"sample_id": i, "decoder": spec.name, "seed": spec.seed, "ref": r, "hyp": h}
+                        for i, r, h in zip(ids, refs, hyps)]
     report = {}
     for name, per_seed in runs.items():
         agg: dict[str, float] = {"seeds": len(per_seed)}
@@ -95,65 +104,101 @@ def evaluate(model, vocab, dataset: ShardDataset, refs: list[str], specs: list[D
             if len(values) > 1:
                 agg[key + "_std"] = statistics.stdev(values)
         report[name] = agg
-    return {"metrics": report, "examples": examples}
+    return {"metrics": report, "predictions": predictions}
+
+
+def evaluate_splits(recognizer: Recognizer, data_root: Path, splits, specs, batch_size: int = 32,
+                    limit: int = 0) -> dict:
+    """Each split scored against its references as the recognizer's LabelSpec prepares them."""
+    results = {}
+    for split in splits:
+        data = load_split_data(Path(data_root) / split, recognizer.targets, recognizer.cfg.max_len,
+                               labels=recognizer.labels, keep_all=True)
+        if limit:
+            data.rows, data.labels = data.rows[:limit], data.labels[:limit]
+            data.targets = {k: v[:limit] for k, v in data.targets.items()}
+        dataset = ShardDataset(data, recognizer.render.size)
+        res = evaluate(recognizer, dataset, data.labels, sample_ids(data), specs, batch_size)
+        res["unencodable_references"] = dict(data.skipped)
+        results[split] = res
+    return results
+
+
+def worst(predictions: list[dict], n: int) -> list[dict]:
+    """The n predictions furthest from their reference (token edit distance), first decoder and seed."""
+    first = predictions[0]["decoder"], predictions[0]["seed"]
+    rows = [p for p in predictions if (p["decoder"], p["seed"]) == first]
+    for p in rows:
+        p["distance"] = token_distance(p["ref"], p["hyp"])
+    return sorted(rows, key=lambda p: -p["distance"])[:n]
 
 
 def format_table(split: str, metrics: dict) -> str:
     lines = [f"{split}: {next(iter(metrics.values()))['n']:.0f} samples",
              f"  {'decoder':<18} {'ExpRate':>8} {'±seeds':>7} {'<=1':>7} {'<=2':>7} {'CER':>7} {'SymER':>7}"
-             f" {'StrER':>7} {'ExpNorm':>7} {'RawInv':>7} {'ms/img':>7}"]
+             f" {'StrER':>7} {'ExpCanon':>8} {'RawInv':>7} {'ms/img':>7}"]
     for name, m in metrics.items():
         spread = f"{100 * m['em_std']:.2f}" if "em_std" in m else "-"
         lines.append(f"  {name:<18} {100 * m['em']:>8.2f} {spread:>7} {100 * m['exprate_le1']:>7.2f}"
                      f" {100 * m['exprate_le2']:>7.2f} {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
-                     f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('em_normalized', m['em']):>7.2f}"
-                     f" {100 * m.get('raw_invalid_rate', 0):>7.2f}"
-                     f" {m['ms_per_image']:>7.1f}")
+                     f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('em_canonical', m['em']):>8.2f}"
+                     f" {100 * m.get('raw_invalid_rate', 0):>7.2f} {m['ms_per_image']:>7.1f}")
     return "\n".join(lines)
 
 
-def evaluate_splits(model, vocab, mcfg, data_root: Path, splits, specs, batch_size=32, limit: int = 0,
-                    normalized: bool = False) -> dict:
-    """normalized: score against tokenizer.normalize(reference), for models trained on normalized labels."""
-    results = {}
-    for split in splits:
-        data = load_split_data(data_root / split, vocab, mcfg.max_len, keep_all=True, normalized=normalized)
-        if limit:
-            data.rows, data.labels = data.rows[:limit], data.labels[:limit]
-            data.targets = {k: v[:limit] for k, v in data.targets.items()}
-        dataset = ShardDataset(data, mcfg.image_size)
-        res = evaluate(model, vocab, dataset, data.labels, specs, batch_size)
-        res["unencodable_references"] = {k: v for k, v in data.skipped.items()}
-        results[split] = res
-    return results
+def _positive_ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} must be comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{what} must be integers >= 1, got {text!r}")
+    return values
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m train.eval", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m train.eval", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
     ap.add_argument("--data", required=True, help="shard root (datasets_prep.inkml --out)")
     ap.add_argument("--splits", default=None, help="comma-separated splits (default: the run's eval splits)")
-    ap.add_argument("--T", default="1,10,50", help="diffusion steps to evaluate, comma-separated (default: %(default)s)")
+    ap.add_argument("--T", default=[1, 10, 50], type=lambda t: _positive_ints(t, "--T"),
+                    help="diffusion steps to evaluate, comma-separated (default: 1,10,50)")
     ap.add_argument("--samplers", default="remask,mask-predict",
                     help="comma-separated: remask, remask-keep, mask-predict (default: %(default)s)")
     ap.add_argument("--no-repair", action="store_true",
                     help="score the raw argmax outputs (default: outputs that do not parse are repaired)")
-    ap.add_argument("--seeds", type=int, default=3, help="sampler seeds for the random re-mask decoder")
-    ap.add_argument("--beams", default="1", help="AR checkpoints: beam widths (1 = greedy)")
+    ap.add_argument("--seeds", type=lambda t: _positive_ints(t, "--seeds")[0], default=3,
+                    help="sampler seeds for the random re-mask decoder (default: 3)")
+    ap.add_argument("--beams", default=[1], type=lambda t: _positive_ints(t, "--beams"),
+                    help="autoregressive recognizers: beam widths (1 = greedy)")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--batch-size", type=lambda t: _positive_ints(t, "--batch-size")[0], default=32)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
     ap.add_argument("--no-ema", action="store_true", help="use the raw weights even when the run kept an EMA")
-    ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) here")
+    ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) to this file")
+    ap.add_argument("--errors", type=int, default=0, metavar="N",
+                    help="print the N worst samples per split (sample id, reference, prediction)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is available")
+    if args.json and (Path(args.json).is_dir() or not Path(args.json).parent.resolve().is_dir()):
+        ap.error(f"--json {args.json}: must be a file in an existing folder")
     try:
-        model, vocab, mcfg, state = load_model(args.ckpt, args.device, use_ema=not args.no_ema)
-        splits = args.splits.split(",") if args.splits else list(state["train_config"]["eval_splits"])
-        specs = default_specs(vocab, [int(t) for t in args.T.split(",")], args.samplers.split(","), args.seeds,
-                              [int(b) for b in args.beams.split(",")], valid=not args.no_repair)
-        normalized = bool(state["train_config"].get("normalize_labels", False))
-        results = evaluate_splits(model, vocab, mcfg, Path(args.data), splits, specs, args.batch_size, args.limit,
-                                  normalized)
+        loaded = load(args.ckpt, args.device, use_ema=not args.no_ema)
+        rec = loaded.recognizer
+        samplers = [s for s in args.samplers.split(",") if s]
+        bad = [s for s in samplers if s not in rec.samplers] if rec.label_kind == "sat" else []
+        if bad:
+            ap.error(f"--samplers {','.join(bad)}: {rec.kind} decodes with {', '.join(rec.samplers)}")
+        splits = args.splits.split(",") if args.splits else list(loaded.state["train_config"]["eval_splits"])
+        specs = default_specs(rec, args.T, samplers, args.seeds, args.beams, valid=not args.no_repair)
+        results = evaluate_splits(rec, Path(args.data), splits, specs, args.batch_size, args.limit)
     except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -161,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(split, res["metrics"]))
         if res["unencodable_references"]:
             print(f"  references the model cannot produce (scored as given): {res['unencodable_references']}")
+        for p in worst(res["predictions"], args.errors) if args.errors else []:
+            print(f"  {p['sample_id']}  distance {p['distance']}\n    ref {p['ref']}\n    hyp {p['hyp']}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"ckpt": args.ckpt, "step": state["step"], "results": results},
-                                              indent=1))
+        Path(args.json).write_text(json.dumps({"ckpt": args.ckpt, "step": loaded.step, "results": results}, indent=1))
     return 0
 
 

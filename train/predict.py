@@ -21,27 +21,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError
-from .inference import DecoderSpec, load_model, recognize
+from datasets_prep.canvas import draw_ink, fit_image
+from datasets_prep.image_intake import ImageError
+from datasets_prep.readers import InkError, read_inkml, target_label
+from datasets_prep.render_spec import RenderSpec
+from model import CheckpointError, DecodeSpec, load
 
 MAX_INKML_BYTES = 64 * 1024 * 1024
 
 
-def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
-               render: dict | None = None) -> tuple[torch.Tensor, str | None]:
+def load_input(path: Path, render: RenderSpec, binarize: bool = False) -> tuple[torch.Tensor, str | None]:
     """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause.
 
-    render: the shards' render settings (stroke_width, margin, antialias, max_glyph) saved in the checkpoint, so
-    an InkML file is drawn exactly as the training images were; the converter's defaults otherwise."""
-    from datasets_prep.image_intake import ImageError, image_to_canvas
-
+    `render` is the checkpoint's RenderSpec, so an InkML file is drawn and an image fitted exactly as
+    the training shards were."""
     if path.stat().st_size > MAX_INKML_BYTES and path.suffix.lower() == ".inkml":
         raise ValueError(f"InkML file larger than {MAX_INKML_BYTES >> 20} MB")
     data = path.read_bytes()
     if path.suffix.lower() == ".inkml":
-        from datasets_prep.readers import InkError, read_inkml, target_label
-        from datasets_prep.render import render_ink
-
         try:
             ink = read_inkml(data, str(path))
         except InkError as exc:
@@ -55,16 +52,9 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
                 break
             except (InkError, ValueError):
                 continue
-        style = {k: render[k] for k in ("stroke_width", "margin", "antialias", "max_glyph") if k in render} \
-            if render else {}
-        arr = (255 - render_ink(ink, size=size, **style)).astype("float32") / 255.0
-        return torch.from_numpy(arr)[None], reference
+        return torch.from_numpy(draw_ink(render, ink))[None], reference
     try:
-        margin = {"margin": render["margin"]} if render and "margin" in render else {}
-        binarize = binarize or bool(render and render.get("binarize"))  # as the image shards were made
-        canvas = image_to_canvas(data, size, binarize=binarize, **margin)
-        # the shards store 8-bit PNG: quantize the same way, so the model sees the same values
-        return torch.from_numpy((np.rint(canvas * 255.0) / 255.0).astype("float32"))[None], None
+        return torch.from_numpy(fit_image(render, data, binarize))[None], None
     except ImageError as exc:
         raise ValueError(str(exc)) from None
 
@@ -77,35 +67,51 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run (loaded without running code)")
     ap.add_argument("--sampler", default=None, choices=["remask", "remask-keep", "mask-predict", "greedy", "beam"],
                     help="decoder (default: remask for GryphOne, greedy for the AR baseline)")
-    ap.add_argument("--T", type=int, default=10, help="diffusion steps (default: %(default)s)")
-    ap.add_argument("--beam", type=int, default=1, help="AR beam width with --sampler beam (default: %(default)s)")
+    ap.add_argument("--T", type=_at_least_one, default=10, help="diffusion steps (default: %(default)s)")
+    ap.add_argument("--beam", type=_at_least_one, default=1, help="AR beam width with --sampler beam (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random re-mask sampler (default: %(default)s)")
     ap.add_argument("--binarize", action="store_true", help="threshold images (photos, noisy scans) before fitting")
     ap.add_argument("--no-repair", action="store_true", help="print the raw argmax even when it does not parse")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                     help="cpu or cuda (default: %(default)s)")
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _at_least_one(text: str) -> int:
     try:
-        model, vocab, mcfg, state = load_model(args.ckpt, args.device)
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is available")
+    try:
+        loaded = load(args.ckpt, args.device)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    sampler = args.sampler or ("greedy" if mcfg.kind == "ar" else "remask")
-    spec = DecoderSpec(sampler, T=args.T, beam=args.beam if sampler == "beam" else 1, seed=args.seed,
-                       valid=not args.no_repair)
+    rec = loaded.recognizer
+    sampler = args.sampler or rec.default_sampler
+    if sampler not in rec.samplers:
+        ap.error(f"--sampler {sampler}: a {rec.kind} checkpoint decodes with {', '.join(rec.samplers)}")
+    spec = DecodeSpec(sampler, T=args.T, beam=args.beam if sampler == "beam" else 1, seed=args.seed,
+                      valid=not args.no_repair)
     failed = 0
     for path in args.files:
         try:
-            image, reference = load_input(path, mcfg.image_size, args.binarize, state.get("render"))
+            image, reference = load_input(path, loaded.render, args.binarize)
         except (ValueError, OSError) as exc:
             print(f"{path}: skipped: {exc}", file=sys.stderr)
             failed += 1
             continue
-        latex = recognize(model, vocab, image[None], spec)[0]
+        latex = rec.recognize(image[None], spec)[0]
         print(f"{path}\t{latex}" + (f"\t{reference}" if reference is not None else ""), flush=True)
     if failed:
         print(f"{failed} of {len(args.files)} files could not be recognized", file=sys.stderr)

@@ -1,0 +1,41 @@
+"""Small recognizers for tests: fixed-size vocabularies and a canvas, built through the seam."""
+from __future__ import annotations
+
+from datasets_prep.render_spec import RenderSpec
+from model import ARConfig, GryphOneConfig, LossConfig, build
+from model.registry import recognizer_class
+from tokenizer.label_spec import LabelSpec
+from tokenizer.vocab import EMPTY_MODIFIER, SATVocab, TokenVocab
+
+TINY = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=2, dec_heads=2, dropout=0.0,
+            max_len=12)
+
+
+def sat_labels(num_symbols: int = 20, num_modifiers: int = 7, normalized: bool = False) -> LabelSpec:
+    symbols = list(SATVocab.SPECIAL_SYMBOLS) + [f"s{i}" for i in range(num_symbols - 3)]
+    extra = [((), (f"^{i}",)) for i in range(num_modifiers - 4)]
+    modifiers = list(SATVocab.SPECIAL_MODIFIERS) + [EMPTY_MODIFIER] + extra
+    return LabelSpec("sat", SATVocab(symbols, modifiers), normalized)
+
+
+def token_labels(num_tokens: int = 15) -> LabelSpec:
+    return LabelSpec("token", TokenVocab(list(TokenVocab.SPECIALS) + [f"t{i}" for i in range(num_tokens - 4)]))
+
+
+def tiny_cfg(kind: str = "diffusion", **kw):
+    cls = recognizer_class(kind).config_class
+    base = dict(TINY, kind=kind)
+    if cls is GryphOneConfig:
+        base["loss"] = LossConfig(T=10)
+    base.update(kw)
+    return cls(**base)
+
+
+def tiny_model(kind: str = "diffusion", canvas=(32, 64), labels: LabelSpec | None = None, **kw):
+    cfg = tiny_cfg(kind, **kw)
+    if labels is None:
+        labels = sat_labels() if recognizer_class(kind).label_kind == "sat" else token_labels()
+    return build(cfg, RenderSpec(canvas), labels)
+
+
+__all__ = ["ARConfig", "GryphOneConfig", "sat_labels", "tiny_cfg", "tiny_model", "token_labels"]
