@@ -298,11 +298,3 @@ def read_inkml(data: bytes, path: str, *, max_bytes: int = MAX_BYTES, max_points
         raise InkError(path, "traces", f"ink has {ink.num_points} point(s), fewer than {min_points}",
                        "too-few-points")
     return ink
-
-
-def target_label(ink: Ink, src: str, path: str = "") -> tuple[str, str]:
-    """(latex, latex_raw) of an ink from an InkML source: see `label` in
-    datasets_prep/sources/mathwriting.py and crohme.py."""
-    from . import sources
-
-    return sources.get(src).label(ink, path)

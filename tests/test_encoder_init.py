@@ -10,7 +10,9 @@ import struct
 import pytest
 import torch
 
-from model import EncoderInitError, ModelConfig, build_model, init_encoder
+from builders import tiny_model
+from model import EncoderInitError, init_encoder
+from model.checkpoint import save_checkpoint
 from model.encoder import ViTEncoder
 from conftest import Payload
 
@@ -90,14 +92,12 @@ def test_foreign_vit_weights_reproduce_the_source_encoder(pair, tmp_path, layout
 
 @pytest.mark.parametrize("stem_blocks", [0, 1])
 def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path, stem_blocks):
-    from train.checkpoint import save_checkpoint
-
-    base = dict(image_size=(32, 64), patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1,
+    base = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1,
                 dec_heads=2, max_len=8, conv_stem=True, stem_blocks=stem_blocks)
-    ar = build_model(ModelConfig(kind="ar", num_tokens=12, **base))
+    ar = tiny_model("ar", **base)
     save_checkpoint(tmp_path / "ar.pt", {"train_config": {}, "model": ar.state_dict(), "ema": None,
                                          "vocab": {}, "step": 1})
-    gry = build_model(ModelConfig(num_symbols=10, num_modifiers=5, **base))
+    gry = tiny_model("diffusion", **base)
     info = init_encoder(gry.encoder, tmp_path / "ar.pt")
     assert info["kind"] == "gryphone" and not info["unused"]
     for k, v in ar.encoder.state_dict().items():
@@ -105,14 +105,11 @@ def test_gryphone_checkpoint_of_either_kind_starts_the_encoder(tmp_path, stem_bl
 
 
 def _small_ar(**over):
-    cfg = dict(kind="ar", num_tokens=12, image_size=(32, 64), patch=16, enc_dim=32, enc_depth=1, enc_heads=2,
-               dec_dim=32, dec_depth=1, dec_heads=2, max_len=8)
-    return build_model(ModelConfig(**{**cfg, **over}))
+    cfg = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2, max_len=8)
+    return tiny_model("ar", **{**cfg, **over})
 
 
 def _save_ar(path, **over):
-    from train.checkpoint import save_checkpoint
-
     save_checkpoint(path, {"train_config": {}, "model": _small_ar(**over).state_dict(), "ema": None,
                            "vocab": {}, "step": 1})
 

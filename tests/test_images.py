@@ -308,8 +308,8 @@ def test_predict_builds_for_an_image_the_tensor_training_reads(tmp_path, binariz
     """An image converted by datasets_prep.images and the same file given to train.predict (with the
     shards' settings, as the checkpoint carries them) reach the model as the same tensor."""
     from train.data import image_to_tensor
+    from datasets_prep.render_spec import RenderSpec
     from train.predict import load_input
-    from train.trainer import render_settings
 
     d = tmp_path / "mine"
     d.mkdir()
@@ -318,10 +318,10 @@ def test_predict_builds_for_an_image_the_tensor_training_reads(tmp_path, binariz
     Image.fromarray(rgb, "RGB").save(d / "a.png")
     (d / "labels.tsv").write_text("a\tx\n")
     convert("folder", [d], tmp_path / "o", size=SIZE, margin=5.0, workers=1, binarize=binarize)
-    render = render_settings(tmp_path / "o")
-    assert render["margin"] == 5.0 and render["binarize"] is binarize
+    render = RenderSpec.from_shards(tmp_path / "o")
+    assert render.margin == 5.0 and render.binarize is binarize and render.size == tuple(SIZE)
     shard = image_to_tensor(load_split(tmp_path / "o" / "mine").column("image")[0]["bytes"].as_py(), SIZE)
-    got, _ = load_input(d / "a.png", SIZE, render=render)
+    got, _ = load_input(d / "a.png", render)
     assert float((got - shard).abs().max()) <= 1.0 / 255 + 1e-6
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from datasets_prep.inkml import convert
-from datasets_prep.readers import InkError, read_inkml, target_label
+from datasets_prep.readers import InkError, read_inkml
+from datasets_prep.sources import target_label
 from datasets_prep.shards import load_split
 from test_inkml_readers import NS, crohme_file
 

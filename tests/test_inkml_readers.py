@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datasets_prep.ink import Ink
-from datasets_prep.readers import InkError, read_inkml, target_label
+from datasets_prep.readers import InkError, read_inkml
+from datasets_prep.sources import target_label
 
 NS = 'xmlns="http://www.w3.org/2003/InkML"'
 

@@ -45,7 +45,7 @@ class TrainConfig:
     train_split: str = "train"
     eval_splits: tuple[str, ...] = ("valid",)
     model: RecognizerConfig = field(default_factory=GryphOneConfig)  # model.kind picks the recognizer
-    canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): whatever they have
+    canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): the shards' (their summary.json)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
     batch_size: int = 32                 # global batch (split across DDP ranks)
@@ -85,7 +85,7 @@ class TrainConfig:
 def _micro() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
-    return TrainConfig(name="micro", out="runs/micro", model=m, canvas=(64, 64), batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
+    return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
                        log_every=50, ckpt_every=0, eval_T=(1, 10), eval_seeds=1, num_workers=0,
                        eval_splits=("train",))
 
@@ -98,7 +98,7 @@ def _demo() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
-    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m, canvas=(64, 256),
+    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
                        weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50,
                        eval_every=400, eval_limit=100, ckpt_every=400, eval_T=(1, 10), eval_seeds=2,
@@ -108,7 +108,7 @@ def _demo() -> TrainConfig:
 def _tiny() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
                     dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
-    return TrainConfig(name="tiny", out="runs/tiny", model=m, canvas=(224, 224), batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
+    return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
                        max_steps=2000, eval_T=(1, 10))
 
 
@@ -123,7 +123,7 @@ def _crohme_cpu() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
                     stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
                     loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
-    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m, canvas=(96, 384),
+    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
                        pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True),
                        batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
                        max_minutes=50, eval_every=1000, eval_limit=150, ckpt_every=250,
@@ -143,7 +143,7 @@ def _paper() -> TrainConfig:
                     dec_depth=5, dec_heads=8, dropout=0.3, max_len=150,
                     dec_pos="fixed", dec_shared_table=True, dec_block="official",
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
-    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, canvas=(224, 224), batch_size=32,
+    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
                        lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, warmup_start=0.2,
                        schedule="step", lr_milestones=(50.0,), grad_clip=10.0,
                        eval_splits=("valid", "test"), eval_T=(1, 10, 50), eval_samplers=("remask-keep", "remask"),

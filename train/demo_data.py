@@ -13,9 +13,10 @@ import numpy as np
 
 from datasets_prep.render import parse_size
 
-from .config import preset
+from datasets_prep.render_spec import RenderSpec
 
 DEMO_SPLITS = {"train": (3000, 1), "test": (200, 2)}  # split -> (count, seed)
+DEMO_RENDER = RenderSpec((64, 256))  # the converter's drawing defaults on a 64x256 canvas
 
 
 DEMO_ATOMS = list("0123456789") + ["x", "y", "n"]
@@ -49,7 +50,7 @@ def demo_labels(count: int, seed: int) -> list[str]:
     return labels
 
 
-def prepare_demo_data(root: Path, image_size: tuple[int, int], splits: dict = DEMO_SPLITS,
+def prepare_demo_data(root: Path, image_size: tuple[int, int] = DEMO_RENDER.size, splits: dict = DEMO_SPLITS,
                       log=print) -> Path:
     """Write root/ink/<split>/*.inkml and root/shards/<split>; idempotent (reuses a finished set)."""
     from datasets_prep.inkml import convert
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=500, help="inks (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=7, help="label and writer seed (default: %(default)s; the demo "
                                                         f"uses {sorted(s for _, s in DEMO_SPLITS.values())})")
-    ap.add_argument("--size", default="x".join(map(str, preset("demo").canvas)),
+    ap.add_argument("--size", default="x".join(map(str, DEMO_RENDER.size)),
                     help="canvas HxW (default: %(default)s, the demo's)")
     args = ap.parse_args(argv)
     if args.seed in {s for _, s in DEMO_SPLITS.values()}:

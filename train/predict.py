@@ -23,7 +23,8 @@ import torch
 
 from datasets_prep.canvas import draw_ink, fit_image
 from datasets_prep.image_intake import ImageError
-from datasets_prep.readers import InkError, read_inkml, target_label
+from datasets_prep.readers import InkError, read_inkml
+from datasets_prep.sources import target_label
 from datasets_prep.render_spec import RenderSpec
 from model import CheckpointError, DecodeSpec, load
 

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     try:
         if args.config == "demo" and args.data is None and is_main:
-            prepare_demo_data(Path(cfg.data).parent, cfg.canvas)
+            prepare_demo_data(Path(cfg.data).parent)
         if not (Path(cfg.data) / cfg.train_split).exists():
             print(f"error: no shards at {cfg.data}/{cfg.train_split}; write them with "
                   f"`python -m datasets_prep.inkml --src ... --out {cfg.data}`", file=sys.stderr)

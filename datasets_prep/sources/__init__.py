@@ -33,6 +33,11 @@ def get(name: str) -> ModuleType:
         raise ValueError(f"unknown source {name!r}; expected one of {', '.join(SOURCES)}") from None
 
 
+def target_label(ink, src: str, path: str = "") -> tuple[str, str]:
+    """(latex, latex_raw) of an ink from an InkML source: see `label` in mathwriting.py and crohme.py."""
+    return get(src).label(ink, path)
+
+
 def iter_items(src: str, inputs: list[Path], *, splits: set[str] | None = None, split_override: str | None = None,
                max_bytes: int, on_read=None) -> Iterator[Item | InkError]:
     """Items (and enumeration-time errors) for all inputs, in a deterministic order.
