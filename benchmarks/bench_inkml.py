@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from datasets_prep.inkml import convert  # noqa: E402
-from datasets_prep.readers import InkError, read_inkml, target_label  # noqa: E402
+from datasets_prep.readers import InkError, read_inkml  # noqa: E402
+from datasets_prep.sources import target_label  # noqa: E402
 from datasets_prep.render import png_bytes, rasterize  # noqa: E402
 from datasets_prep.sources import Item  # noqa: E402
 from datasets_prep.worker import Options, convert_chunk  # noqa: E402

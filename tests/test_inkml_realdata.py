@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from datasets_prep.inkml import convert
-from datasets_prep.readers import read_inkml, target_label
+from datasets_prep.readers import read_inkml
+from datasets_prep.sources import target_label
 from datasets_prep.render import png_bytes, render_ink
 from datasets_prep.shards import load_split
 

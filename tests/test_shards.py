@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from datasets_prep.inkml import UsageError, convert, main
-from datasets_prep.readers import read_inkml, target_label
+from datasets_prep.readers import read_inkml
+from datasets_prep.sources import target_label
 from datasets_prep.render import png_bytes, render_ink
 from datasets_prep.shards import ShardError, load_split, strokes_array
 from test_inkml_readers import crohme_file
