@@ -164,7 +164,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def print_report(rep: dict, out=sys.stdout, table: bool = True) -> None:
+def print_report(rep: dict, out=None, table: bool = True) -> None:
+    """The coverage report as text (to stdout unless `out`)."""
+    out = out or sys.stdout
     print(f"bank: {rep['symbols']} symbols, {rep['samples']:,} samples, {rep['writers']} writers, from "
           f"{rep['files_used']:,} of {rep['files_read']:,} files read in {rep['seconds']:.1f} s", file=out)
     if rep["files_skipped"]:
