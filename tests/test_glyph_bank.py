@@ -15,7 +15,7 @@ from datasets_prep.synth.bank import Bank, BankError
 from datasets_prep.synth.bank import main as bank_main
 from datasets_prep.synth.bank_build import build_bank, writer_of
 from datasets_prep.synth.bank_synth import generate_hand
-from datasets_prep.synth.handwriting import HandBank, resample_many, synthesize_hand
+from datasets_prep.synth.handwriting import HandBank, synthesize_hand
 from datasets_prep.synth.leakage import ExcludeSet, label_key
 from datasets_prep.synth.segments import read_segmented, symbol_token
 from datasets_prep.synth.testsplit import TestSplitError
@@ -278,19 +278,6 @@ def test_bank_shards_caches_by_inputs(bank_dir, tmp_path):
 
 
 # ---- properties ------------------------------------------------------------------------------------
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.floats(-50, 50), st.floats(-50, 50)), min_size=1, max_size=12),
-                min_size=1, max_size=5), st.floats(0.05, 3.0))
-def test_resample_many_equals_per_stroke_resampling(strokes, spacing):
-    from datasets_prep.synth.glyphs import resample
-
-    arrs = [np.array(s, dtype=np.float64) for s in strokes]
-    got, n = resample_many(np.concatenate(arrs), np.array([len(a) for a in arrs]), spacing)
-    ref = [resample(a, spacing) for a in arrs]
-    assert n.tolist() == [len(r) for r in ref]
-    assert np.allclose(got, np.concatenate(ref), atol=1e-7)
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(["x^2", "\\frac{a}{b}", "\\sqrt{x}+1", "a_{i}^{2}", "x\\le y", "\\sin x"]), st.data())
 def test_exclusion_ignores_spelling_and_spacing(label, data):

@@ -59,26 +59,6 @@ def _hershey_box(name: str) -> tuple[float, float, float, float]:
     return float(t.points[:, 0].min()), float(t.points[:, 0].max()), t.top, t.bottom
 
 
-def resample_many(pts: np.ndarray, counts: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray]:
-    """G.resample for all strokes of a glyph in one interpolation (the strokes' arcs laid end to end
-    with a gap, so no sample falls between two strokes): (points, points per stroke)."""
-    seg = np.hypot(*np.diff(pts, axis=0).T)
-    ends = np.cumsum(counts)[:-1]  # first point of every stroke but the first
-    seg[ends - 1] = 0.0
-    arc = np.concatenate([[0.0], np.cumsum(seg)])
-    first = np.concatenate([[0], ends])
-    last = np.concatenate([ends, [len(pts)]]) - 1
-    total = arc[last] - arc[first]
-    gap = np.zeros(len(arc))
-    gap[ends] = 1.0 + spacing  # strokes apart on the arc axis
-    arc += np.cumsum(gap)
-    n = np.where(total < 1e-9, 1, np.maximum(2, np.ceil(total / spacing).astype(np.int64) + 1))
-    step = np.where(n > 1, total / np.maximum(n - 1, 1), 0.0)
-    within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-    at = np.repeat(arc[first], n) + within * np.repeat(step, n)
-    return np.stack([np.interp(at, arc, pts[:, 0]), np.interp(at, arc, pts[:, 1])], axis=1), n
-
-
 class HandBank:
     """A Bank ready for synthesis: samples by symbol and by (symbol, writer), fitted samples cached."""
 
@@ -119,18 +99,20 @@ class HandBank:
         return int(cand[int(rng.integers(len(cand)))])
 
     # ---- samples as em points --------------------------------------------------------------------
-    def _strokes(self, g: int, spacing: float, scale: float) -> tuple[np.ndarray, list[int], np.ndarray]:
-        """Sample g scaled by `scale`, resampled to `spacing`: (points, stroke starts, points per stroke)."""
+    def _strokes(self, g: int, scale: float) -> tuple[np.ndarray, list[int], np.ndarray]:
+        """Sample g scaled by `scale`: (points, stroke starts, points per stroke). The writer's own
+        digitizer sampling is kept (not resampled): its points are equal-time samples, which is what
+        the renderer's constant per-point time step assumes."""
         a = self.bank.arrays
         s0, s1 = int(a["sample_strokes"][g]), int(a["sample_strokes"][g + 1])
         st = a["stroke_starts"][s0:s1 + 1]
-        pts = a["points"][st[0]:st[-1]].astype(np.float64) * scale
-        pts, counts = resample_many(pts, np.diff(st), spacing)
-        starts = [0] + np.cumsum(counts)[:-1].tolist()
-        return pts, starts, counts
+        pts = a["points"][st[0]:st[-1]].astype(np.float64)
+        pts *= scale
+        counts = np.diff(st)
+        return pts, (st[:-1] - st[0]).tolist(), counts
 
     def fitted(self, g: int, name: str) -> tuple[np.ndarray, list[int], np.ndarray]:
-        """Sample g fitted into `name`'s Hershey box (em, y down, baseline 0), evenly resampled."""
+        """Sample g fitted into `name`'s Hershey box (em, y down, baseline 0)."""
         got = self._fitted.get(g)
         if got is None:
             x0, x1, top, bottom = _hershey_box(name)
@@ -140,7 +122,7 @@ class HandBank:
                 k = bw / max(w, 1e-3)
             else:
                 k = min(bh / max(h, 1e-3), 1.6 * bw / max(w, 1e-3)) if w > 1e-3 else bh / max(h, 1e-3)
-            pts, starts, counts = self._strokes(g, G.SPACING, k)
+            pts, starts, counts = self._strokes(g, k)
             pts[:, 1] += (top + bottom) / 2 - (h * k) / 2  # centred on the box vertically
             got = self._fitted[g] = (pts, starts, counts)
         return got
@@ -149,7 +131,7 @@ class HandBank:
         """Sample g in its normalized box (longer side 1), for stretching."""
         got = self._raw.get(g)
         if got is None:
-            got = self._raw[g] = self._strokes(g, 0.035, 1.0)
+            got = self._raw[g] = self._strokes(g, 1.0)
         return got
 
     def template(self, g: int, name: str, rng: np.random.Generator, aspect: float | None = None) -> G.Template:
