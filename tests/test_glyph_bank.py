@@ -349,3 +349,21 @@ def test_report_text_mentions_fallbacks(bank_dir, tmp_path):
     buf = io.StringIO()
     print_report(rep, buf)
     assert "Hershey fallbacks by symbol: + 1" in buf.getvalue()
+
+
+@pytest.mark.parametrize("label,stroke", [("l", [(0, 0), (1, 30)]), ("1", [(0, 5), (4, 0), (4, 30)]),
+                                          ("x", [(0, 0), (12, 10)]), ("-", [(0, 0), (20, 1)])])
+def test_samples_are_fitted_to_the_size_of_the_glyph_they_replace(tmp_path, label, stroke):
+    from datasets_prep.synth import glyphs as G
+
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "a.inkml").write_text(inkml([stroke], [(label, ["0"])], writer="w"))
+    bank, _ = build_bank("crohme", [d])
+    pts, _, _ = HandBank(bank).fitted(0, label)
+    ref = G.template(label)
+    if label == "-":  # flat: fitted by width
+        assert np.ptp(pts[:, 0]) == pytest.approx(np.ptp(ref.points[:, 0]), rel=0.02)
+    else:  # by height, and centred where the font's glyph is
+        assert np.ptp(pts[:, 1]) == pytest.approx(ref.bottom - ref.top, rel=0.02)
+        assert pts[:, 1].mean() == pytest.approx((ref.top + ref.bottom) / 2, abs=0.15)

@@ -120,8 +120,8 @@ class HandBank:
             w, h = (float(v) for v in self.bank.arrays["sample_size"][g])
             if bh < FLAT * bw:
                 k = bw / max(w, 1e-3)
-            else:
-                k = min(bh / max(h, 1e-3), 1.6 * bw / max(w, 1e-3)) if w > 1e-3 else bh / max(h, 1e-3)
+            else:  # by height, but no wider than 1.6 box widths (a thin box like l's counts as half its height)
+                k = min(bh / max(h, 1e-3), 1.6 * max(bw, 0.5 * bh) / max(w, 1e-3))
             pts, starts, counts = self._strokes(g, k)
             pts[:, 1] += (top + bottom) / 2 - (h * k) / 2  # centred on the box vertically
             got = self._fitted[g] = (pts, starts, counts)
