@@ -66,7 +66,8 @@ def contact(bank_dir: Path, data: Path, dest: Path, rows: int, seed: int) -> Non
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("GRYPHONE_TEST_DATA") or REPO / ".." / "shared" / "data"))
+    ap.add_argument("--data", type=Path,
+                    default=Path(os.environ.get("GRYPHONE_TEST_DATA") or REPO / ".." / "shared" / "data"))
     ap.add_argument("--bank", type=Path, default=None, help="bank folder (default: a temporary one, built here)")
     ap.add_argument("--n", type=int, default=2000, help="expressions to synthesize")
     ap.add_argument("--sheet", type=Path, default=None, help="write the contact sheet here")
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     rngs = [np.random.default_rng(i) for i in range(len(chunk))]
     inks, wall, cpu = _timed(lambda: synthesize_hand_batch(chunk, rngs, hb))
     pts = np.mean([i.num_points for i in inks if hasattr(i, "num_points")])
-    print(f"synthesize_hand_batch, {len(chunk)} CROHME train captions, in memory: {len(chunk) / wall:.0f} inks/s wall, "
+    print(f"synthesize_hand_batch, {len(chunk)} CROHME train captions, in memory: "
+          f"{len(chunk) / wall:.0f} inks/s wall, "
           f"{len(chunk) / cpu:.0f} inks/s CPU ({pts:.0f} points/ink)")
     rep, wall, cpu = _timed(lambda: generate_hand(args.n, tmp / "synth", hb, labels=labels, exclude=exclude))
     print(f"generate_hand -> MathWriting InkML on disk, {rep['written']} inks: {rep['written'] / wall:.0f} inks/s wall, "

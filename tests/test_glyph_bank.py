@@ -367,3 +367,46 @@ def test_samples_are_fitted_to_the_size_of_the_glyph_they_replace(tmp_path, labe
     else:  # by height, and centred where the font's glyph is
         assert np.ptp(pts[:, 1]) == pytest.approx(ref.bottom - ref.top, rel=0.02)
         assert pts[:, 1].mean() == pytest.approx((ref.top + ref.bottom) / 2, abs=0.15)
+
+
+_sym = st.sampled_from(["x", "<", "\\alpha", "2", "-", "\\sqrt"])
+_stroke = st.lists(st.tuples(st.integers(-500, 500), st.integers(-500, 500)), min_size=1, max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(_sym, st.lists(_stroke, min_size=1, max_size=3)), min_size=1,
+                                   max_size=4), st.sampled_from(["w1", "w2", "w3"])), min_size=1, max_size=4))
+def test_bank_save_load_is_a_round_trip(tmp_path_factory, inks):
+    """Whatever symbols, strokes and writers go in, load(save(bank)) gives the same samples, in box units."""
+    from datasets_prep.synth.bank_build import _Collector
+
+    col = _Collector()
+    for k, (symbols, writer) in enumerate(inks):
+        col.add_ink([(s, [np.array(p, dtype=np.float64) for p in strokes]) for s, strokes in symbols],
+                    f"d/{writer}", f"f{k}.inkml")
+    bank = col.bank({})
+    d = tmp_path_factory.mktemp("bank")
+    bank.save(d)
+    back = Bank.load(d)
+    assert back.num_samples == sum(len(s) for s, _ in inks)
+    for g in range(back.num_samples):
+        a, b = bank.sample_strokes(g), back.sample_strokes(g)
+        assert [len(s) for s in a] == [len(s) for s in b]
+        xy = np.concatenate(b)
+        assert xy.min() >= -1e-3 and xy.max() <= 1 + 1e-3  # normalized to the box
+    assert [back.writers[w] for w in back.arrays["sample_writer"]] == \
+        [f"d/{w}" for s, w in inks for _ in s]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["x+1=y", "\\frac{a+b}{c}-d", "(a+b)^{2}=a^{2}+2ab+b^{2}", "f(x)\\leq g(x)+1"]),
+       st.sampled_from(["y-2", "\\sqrt{x+1}+3=z", "a_{i+1}-a_{i}", "e^{x+y}>0"]), st.integers(0, 10_000))
+def test_recombined_labels_cut_at_top_level_and_parse(a, b, seed):
+    from datasets_prep.synth.latex import parse_label
+    from datasets_prep.synth.recombine import recombine
+
+    lab = recombine(a, b, np.random.default_rng(seed))
+    assert lab is not None
+    parse_label(lab)  # raises SynthError if the cut broke a group
+    toks = lab.split()
+    assert toks.count("{") == toks.count("}") and toks.count("(") == toks.count(")")
