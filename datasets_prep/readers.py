@@ -193,13 +193,16 @@ def _slow_points(text: str, trace_no: int, path: str) -> list[list[float]]:
     return points
 
 
-def _read_traces(root: etree._Element, ns: str, path: str, max_points: int) -> tuple[list[np.ndarray], int]:
-    """Strokes as (n, 2) or (n, 3) float64 arrays (X Y [T]) and the number of values per point seen."""
-    texts = []
+def _read_traces(root: etree._Element, ns: str, path: str, max_points: int,
+                 ids: list | None = None) -> tuple[list[np.ndarray], int]:
+    """Strokes as (n, 2) or (n, 3) float64 arrays (X Y [T]) and the number of values per point seen.
+    `ids`, when given, is filled with the `id` attribute of each kept stroke's <trace> (or None)."""
+    texts, tids = [], []
     for trace in root.iter(f"{ns}trace"):
         t = _trace_text(trace).strip().strip(",").strip()
         if t:  # an empty <trace/> has no stroke to keep
             texts.append(t)
+            tids.append(trace.get("id"))
     if not texts:
         raise InkError(path, "traces", "no <trace> with points", "no-traces")
     counts = [t.count(",") + 1 for t in texts]
@@ -213,12 +216,15 @@ def _read_traces(root: etree._Element, ns: str, path: str, max_points: int) -> t
         width = len(texts[0].split(",", 1)[0].split())
         if width >= 2 and values.size == width * total:
             pts = _select_channels(values.reshape(total, width), channels, width, path)
+            if ids is not None:
+                ids[:] = tids
             return _cut(pts, counts), width
-    strokes, widths = [], []
+    strokes, widths, kept = [], [], []
     for i, t in enumerate(texts):
         pts_list = _slow_points(t, i, path)
         if not pts_list:
             continue
+        kept.append(tids[i])
         w = min(len(p) for p in pts_list)
         if w < 2:
             raise InkError(path, "traces", f"trace {i}: a point has {w} value(s), X and Y needed", "bad-number")
@@ -229,6 +235,8 @@ def _read_traces(root: etree._Element, ns: str, path: str, max_points: int) -> t
     width = min(widths)
     counts = [len(s) for s in strokes]
     pts = _select_channels(np.concatenate([s[:, :width] for s in strokes]), channels, width, path)
+    if ids is not None:
+        ids[:] = kept
     return _cut(pts, counts), width
 
 
@@ -279,6 +287,14 @@ def read_inkml(data: bytes, path: str, *, max_bytes: int = MAX_BYTES, max_points
 
     Strokes keep X, Y and, when the file has it, T; coordinates are as in the file (y down).
     """
+    return read_inkml_tree(data, path, max_bytes=max_bytes, max_points=max_points, min_points=min_points)[0]
+
+
+def read_inkml_tree(data: bytes, path: str, *, max_bytes: int = MAX_BYTES, max_points: int = MAX_POINTS,
+                    min_points: int = MIN_POINTS) -> tuple[Ink, etree._Element, list[str | None]]:
+    """`read_inkml`, plus what a reader of the symbol segmentation needs: the parsed root element and
+    the `id` of each stroke's <trace> (None where it has none), aligned with `ink.strokes`
+    (traceGroup/traceView refer to traces by id, and empty traces are not strokes)."""
     if not data:
         raise InkError(path, "read", "file is empty (0 bytes)", "empty-file")
     if len(data) > max_bytes:
@@ -292,9 +308,10 @@ def read_inkml(data: bytes, path: str, *, max_bytes: int = MAX_BYTES, max_points
     else:
         raise InkError(path, "parse", f"root element is {tag or root!r}, not InkML's {{{INKML_NS}}}ink",
                        "wrong-root")
-    strokes, _ = _read_traces(root, ns, path, max_points)
+    ids: list[str | None] = []
+    strokes, _ = _read_traces(root, ns, path, max_points, ids)
     ink = Ink(strokes=strokes, annotations=_annotations(root, ns))
     if ink.num_points < min_points:
         raise InkError(path, "traces", f"ink has {ink.num_points} point(s), fewer than {min_points}",
                        "too-few-points")
-    return ink
+    return ink, root, ids

@@ -7,11 +7,15 @@ Public API (other parts code against these names):
     generate(count, out, ...) -> dict                 write InkML files as MathWriting or CROHME do
     SynthError(label, reason)                         what an undrawable label raises
     Style                                             one writer's handwriting parameters
+    bank_shards(bank_dir, labels, count, out_dir, size, seed) -> Path
+                                                      cached shards of real-hand inks (a glyph bank's)
 """
+from .bank_shards import bank_shards
 from .batch import generate
 from .core import canonical_label, synthesize, synthesize_batch
 from .errors import SynthError
 from .labels import random_label
 from .style import Style
 
-__all__ = ["synthesize", "synthesize_batch", "random_label", "generate", "SynthError", "Style", "canonical_label"]
+__all__ = ["synthesize", "synthesize_batch", "random_label", "generate", "SynthError", "Style", "canonical_label",
+           "bank_shards"]

@@ -4,6 +4,8 @@
     python -m datasets_prep.synth --labels my.txt --out synth/ --format crohme
     python -m datasets_prep.synth --fixtures                            # regenerate the committed fixtures/
     python -m datasets_prep.synth --bboxes mathwriting-2024/ --out synth/   # official rebuild, real glyphs
+    python -m datasets_prep.synth --bank bank/ --labels corpus.txt --count 2000 --out synth/ \
+        --exclude test_captions.txt                                     # real-hand glyphs from a bank
 
 Exit status: 0 all labels drawn, 1 some labels skipped (listed in <out>/<split>/synth_skipped.jsonl),
 2 usage or input error.
@@ -38,6 +40,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bboxes", type=Path, metavar="DIR",
                    help="rebuild MathWriting synthetic inks from real glyphs: DIR holds symbols.jsonl, "
                         "synthetic-bboxes.jsonl and train/")
+    p.add_argument("--bank", type=Path, metavar="DIR",
+                   help="draw with real handwritten symbols from a glyph bank (python -m datasets_prep.synth.bank)")
+    p.add_argument("--exclude", type=Path, nargs="+", default=[], metavar="FILE",
+                   help="label files (e.g. the CROHME test captions): labels equal to one of them after "
+                        "tokenizer normalization are not drawn, and are counted in the report")
+    p.add_argument("--keep-excluded", action="store_true", help="draw --exclude matches anyway (still counted)")
+    p.add_argument("--recombine", type=float, default=0.0, metavar="P",
+                   help="with --bank and --labels: chance that an ink's label joins the head of one label "
+                        "to the tail of another (default 0)")
+    p.add_argument("--bank-symbols-only", action="store_true",
+                   help="with --bank: draw only labels whose symbols all have bank samples")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
@@ -103,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.labels}: no labels in the file", file=sys.stderr)
             return 2
     count = args.count if args.count is not None else (len(labels) if labels else 100)
+    if args.bank is not None or args.exclude:
+        from .bank_synth import run_cli
+        return run_cli(args, labels, count, _report)
     try:
         summary = generate(count, args.out, labels=labels, seed=args.seed, fmt=args.format,
                            split=args.split or "train", progress=not args.quiet, depth=args.depth,

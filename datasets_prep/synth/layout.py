@@ -14,6 +14,7 @@ All sizes are in em (capital height 1), y grows downward.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import NamedTuple
@@ -218,13 +219,21 @@ def _accent(kind: str, w_q: int) -> G.Template:
     return G.make_template(pts, pad=0.0)
 
 
+GlyphSource = Callable[..., "G.Template | None"]
+"""`glyphs(symbol)` -> a template to draw instead of the font's (None: use the font), e.g. a real
+handwritten sample (synth/handwriting.py); `glyphs(symbol, aspect=a)` asks for one to be stretched to
+a box of width/height a (the radical sign)."""
+
+
 class Layouter:
     """Lays out one expression; `symbols` collects the visible-symbol label of each sid."""
 
-    def __init__(self, latex: str, font: str = "futural", gap: float = 0.12, gaps: np.ndarray | None = None):
+    def __init__(self, latex: str, font: str = "futural", gap: float = 0.12, gaps: np.ndarray | None = None,
+                 glyphs: GlyphSource | None = None):
         self.latex = latex
         self.font = font
         self.gap = gap
+        self.glyphs = glyphs
         self.symbols: list[str] = []
         self._gaps = (gaps if gaps is not None else np.ones(1)).tolist()
         self._ngaps = len(self._gaps)
@@ -235,13 +244,17 @@ class Layouter:
         return len(self.symbols) - 1
 
     def _tpl(self, sym: str, font: str | None = None) -> G.Template:
+        if self.glyphs is not None and font is None:
+            t = self.glyphs(sym)
+            if t is not None:
+                return t
         t = G.template(sym, font or self.font)
         if t is None:
             raise SynthError(self.latex, f"no glyph for {sym!r}")
         return t
 
-    def glyph(self, sym: str, font: str | None = None, label: str | None = None) -> Box:
-        t = self._tpl(sym, font)
+    def glyph(self, sym: str, font: str | None = None, label: str | None = None, tpl: G.Template | None = None) -> Box:
+        t = tpl or self._tpl(sym, font)
         return Box([Item(t, 1.0, 1.0, 0.0, 0.0, self._sid(label or sym))], t.width, min(t.top, -0.05),
                    max(t.bottom, 0.0), True)
 
@@ -253,7 +266,9 @@ class Layouter:
             if ch == " ":
                 x += 0.3
                 continue
-            t = G.template(ch, font or "futural")
+            t = self.glyphs(ch) if self.glyphs is not None and font is None else None
+            if t is None:
+                t = G.template(ch, font or "futural")
             if t is None:
                 raise SynthError(self.latex, f"no glyph for {ch!r}")
             items.append(Item(t, 1.0, 1.0, x, 0.0, sid))
@@ -302,6 +317,9 @@ class Layouter:
     def sym(self, n: Sym) -> Box:
         name = n.name
         if name in G.FUNCTIONS:
+            t = self.glyphs(name) if self.glyphs is not None else None
+            if t is not None:  # a sample of the whole name, written as one symbol
+                return self.glyph(name, tpl=t)
             return self.word(name[1:], name)
         if name in G.BIG_OPERATORS:
             t = self._tpl(name)
@@ -320,7 +338,7 @@ class Layouter:
             plain = None
             if type(n) is Sym:
                 name = n.name
-                plain = _PLAIN.get((name, font))
+                plain = _PLAIN.get((name, font)) if self.glyphs is None else self._own(name)
                 if plain is None and name not in _NOT_PLAIN:
                     plain = _plain(name, font, self.latex)
             if plain is not None:  # the common case: one glyph, inline
@@ -360,6 +378,15 @@ class Layouter:
             if ink:
                 prev_kind = kind
         return Box(items, x, top, bot, prev_kind is not None)
+
+    def _own(self, name: str) -> tuple | None:
+        """row()'s inline-glyph tuple for a symbol from `glyphs` (None: not there, use the font)."""
+        if name in _NOT_PLAIN:
+            return None
+        t = self.glyphs(name)
+        if t is None:
+            return None
+        return (t, _KIND.get(name, "ord"), t.width, min(t.top, -0.05), max(t.bottom, 0.0))
 
     def scripts(self, n: Scripts) -> Box:
         base_node = n.base
@@ -420,9 +447,12 @@ class Layouter:
         ny = AXIS - gap - num.bottom * s
         dy = AXIS + gap - den.top * s
         items = _moved(num, s, (w - num.width * s) / 2, ny)
-        bar = _hline(max(1, int(round(w * 8))))
-        k = w / bar.width
-        items.append(Item(bar, k, 1.0, 0.0, AXIS, self._sid("-")))
+        bar = self.glyphs("-") if self.glyphs is not None else None
+        if bar is not None:  # a written bar, stretched along the fraction
+            items.append(Item(bar, w / bar.width, 1.0, 0.0, AXIS - bar.span / 2, self._sid("-")))
+        else:
+            bar = _hline(max(1, int(round(w * 8))))
+            items.append(Item(bar, w / bar.width, 1.0, 0.0, AXIS, self._sid("-")))
         items += _moved(den, s, (w - den.width * s) / 2, dy)
         return Box(items, w, ny + num.top * s, dy + den.bottom * s, True)
 
@@ -456,8 +486,10 @@ class Layouter:
         bottom = max(body.bottom, 0.0) + 0.08
         h = bottom - top
         w = body.width + 0.15
-        rad = _radical(int(round(h * 8)), int(round(w * 8)))
         lead = 0.22 + 0.1 * (max(int(round(h * 8)), 4) / 8.0)
+        rad = self.glyphs("\\sqrt", aspect=(lead + w) / h) if self.glyphs is not None else None
+        if rad is None:
+            rad = _radical(int(round(h * 8)), int(round(w * 8)))
         kx = (lead + w) / rad.width
         ky = h / max(rad.bottom - rad.top, 1e-6)
         sid = self._sid("\\sqrt")
@@ -472,7 +504,7 @@ class Layouter:
             iy = rad_top + 0.45 * h - 0.06 - idx.bottom * s
             index_items = _moved(idx, s, shift + 0.12 - iw, iy)
             top = min(top, iy + idx.top * s)
-        items = [Item(rad, kx, ky, shift, rad_top, sid)]
+        items = [Item(rad, kx, ky, shift, rad_top - rad.top * ky, sid)]
         items += _moved(body, 1.0, shift + lead + 0.08, 0.0)
         items += index_items  # the index is written after the radicand, as most people do
         return Box(items, shift + lead + w + 0.05, top, bottom, True)
@@ -636,9 +668,9 @@ def _spacing_class(n) -> str:
 
 
 def layout(tree: Row, latex: str, *, font: str = "futural", gap: float = 0.12,
-           gaps: np.ndarray | None = None) -> tuple[Box, list[str]]:
-    """Lay out a parsed label: (box, visible-symbol label per sid)."""
-    lay = Layouter(latex, font=font, gap=gap, gaps=gaps)
+           gaps: np.ndarray | None = None, glyphs: GlyphSource | None = None) -> tuple[Box, list[str]]:
+    """Lay out a parsed label: (box, visible-symbol label per sid). `glyphs`: see GlyphSource."""
+    lay = Layouter(latex, font=font, gap=gap, gaps=gaps, glyphs=glyphs)
     box = lay.row(tree)
     if not box.ink:
         raise SynthError(latex, "label has no visible symbol")
