@@ -62,7 +62,7 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
         from tqdm import tqdm
         bar = tqdm(total=len(labels), unit="formula", desc=f"print {renderer} -> {folder}")
     rows, skipped, reasons, nbytes = [], [], Counter(), 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i, raw in enumerate(labels):
         latex = im2latex_label(raw)[0]
         try:
@@ -79,13 +79,14 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
             nbytes += len(data)
         if bar is not None:
             bar.update(1)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     if bar is not None:
         bar.close()
     atomic_write(folder / LABELS, "".join(rows))
     summary = {"written": len(rows), "skipped": skipped, "reasons": dict(reasons.most_common()), "out": str(folder),
                "split": split, "renderer": renderer, "bytes": nbytes, "seconds": round(seconds, 3),
-               "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None}
+               "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None,
+               "cpu_seconds": round(cpu, 3)}  # this process only (TeX runs in children); steadier on a busy machine
     atomic_write(folder / SUMMARY, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     return summary
 
@@ -129,7 +130,8 @@ def run_cli(args) -> int:
         print(json.dumps({**summary, "skipped": summary["skipped"][:100]}, indent=1, ensure_ascii=False))
     else:
         print(f"wrote {summary['written']} printed formulas ({summary['bytes'] / 1e6:.2f} MB) to {summary['out']} "
-              f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, renderer {args.renderer})")
+              f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, {summary['cpu_seconds']:.1f} s CPU, "
+              f"renderer {args.renderer})")
     if summary["skipped"]:
         n = len(summary["skipped"])
         print(f"skipped {n} of {len(labels)} formula(s) that cannot be drawn (listed in "
