@@ -72,7 +72,8 @@ def coverage(lines: list[str]) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "data" / "latex" / "im2latex100k_val_norm.txt")
+    p.add_argument("--corpus", type=Path,
+                   default=REPO.parent / "shared" / "data" / "latex" / "im2latex100k_val_norm.txt")
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sheet", type=Path, default=None)
@@ -83,7 +84,8 @@ def main() -> int:
     if args.sheet is not None:
         from datasets_prep.contact import contact_sheet
         images = [render_print(x) for x in SHEET]
-        contact_sheet(images, [" ".join(x.split()[:12]) + " ..." for x in SHEET], cols=2).save(args.sheet, optimize=True)
+        captions = [" ".join(x.split()[:12]) + " ..." for x in SHEET]
+        contact_sheet(images, captions, cols=2).save(args.sheet, optimize=True)
         print(f"sheet: {args.sheet} ({args.sheet.stat().st_size / 1024:.0f} KB)")
     if not args.corpus.is_file():
         print(f"no corpus at {args.corpus}: coverage and speed skipped")

@@ -130,7 +130,8 @@ def run_cli(args) -> int:
         print(json.dumps({**summary, "skipped": summary["skipped"][:100]}, indent=1, ensure_ascii=False))
     else:
         print(f"wrote {summary['written']} printed formulas ({summary['bytes'] / 1e6:.2f} MB) to {summary['out']} "
-              f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, {summary['cpu_seconds']:.1f} s CPU, "
+              f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, "
+              f"{summary['cpu_seconds']:.1f} s CPU, "
               f"renderer {args.renderer})")
     if summary["skipped"]:
         n = len(summary["skipped"])
