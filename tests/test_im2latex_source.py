@@ -146,3 +146,15 @@ def test_real_val_formulas_all_lex_after_the_repair(shared_data):
         repaired += dropped is not None
         tokenize(latex)  # raises on anything the lexer cannot read
     assert len(lines) == 8475 and repaired == 11
+
+
+def test_resume_redoes_only_the_unfinished_shard(tmp_path):
+    root = make_layout(tmp_path / "im2latex", train=["f0.png 0", "f1.png 1", "f4.png 4", "f7.png 7"])
+    out = tmp_path / "o"
+    first = convert("im2latex", [root], out, size=SIZE, workers=1, shard_size=1)
+    assert first["splits"]["train"]["shards"] == 4
+    (out / ".progress" / "train" / "00002.json").unlink()  # as if killed before that shard was recorded
+    again = convert("im2latex", [root], out, size=SIZE, workers=1, shard_size=1, resume=True)
+    assert again["resumed_shards"] == 3 and again["processed_this_run"] == 1
+    assert load_split(out / "train").column("sample_id").to_pylist() == ["f0", "f1", "f4", "f7"]
+    assert again["totals"]["quarantined"] == first["totals"]["quarantined"] == 4  # f2, f3, f5, f6 unlisted
