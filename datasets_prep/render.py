@@ -140,8 +140,40 @@ def rasterize(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: floa
     extent = glyph_extent(strokes) if max_glyph > 0 else 0.0
     max_scale = max_glyph / extent if extent > 0 else math.inf
     scale, offset = fit(bbox, (h, w), stroke_width, margin, max_scale)
-    buf = _path_buffer(xy, np.array([len(s) for s in strokes]), scale, offset)
+    image = _draw(_path_buffer(xy, np.array([len(s) for s in strokes]), scale, offset), h, w, stroke_width, aa)
+    return Raster(image=image, scale=float(scale), offset=(float(offset[0]), float(offset[1])),
+                  bbox=bbox)
 
+
+def rasterize_at(ink: Ink, scale: float, stroke_width: float = DEFAULT_STROKE_WIDTH, margin: float = DEFAULT_MARGIN,
+                 antialias: str = DEFAULT_ANTIALIAS) -> Raster:
+    """Render `ink` at a fixed scale (pixels per ink unit) on a canvas cut to it: `margin` px around the
+    ink's outer edge. For printed formulas, whose glyphs must have one size whatever the formula's
+    length (`rasterize` fits every ink to a given canvas instead)."""
+    try:
+        aa = ANTIALIAS[antialias]
+    except KeyError:
+        raise ValueError(f"antialias must be one of {sorted(ANTIALIAS)}, got {antialias!r}") from None
+    if not (scale > 0 and math.isfinite(scale)) or margin < 0 or stroke_width <= 0:
+        raise ValueError("scale and stroke_width must be > 0 and margin >= 0")
+    strokes = [s for s in ink.strokes if len(s)]
+    if not strokes:
+        raise ValueError("ink has no points")
+    xy = np.concatenate([s[:, :2] for s in strokes]) if len(strokes) > 1 else strokes[0][:, :2]
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    pad = margin + stroke_width / 2
+    w = int(math.ceil((hi[0] - lo[0]) * scale + 2 * pad))
+    h = int(math.ceil((hi[1] - lo[1]) * scale + 2 * pad))
+    if w * h > 40_000_000:
+        raise ValueError(f"a {h}x{w} canvas is too large (scale {scale:g})")
+    offset = (pad - float(lo[0]) * scale, pad - float(lo[1]) * scale)
+    image = _draw(_path_buffer(xy, np.array([len(s) for s in strokes]), scale, offset), h, w, stroke_width, aa)
+    return Raster(image=image, scale=float(scale), offset=offset,
+                  bbox=(float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+
+
+def _draw(buf: np.ndarray, h: int, w: int, stroke_width: float, aa) -> np.ndarray:
+    """Stroke a prebuilt path buffer onto an HxW A8 surface: uint8 [H, W], 255 = background."""
     surface = _lib.cairo_image_surface_create(_lib.CAIRO_FORMAT_A8, w, h)
     ctx = _lib.cairo_create(surface)
     try:
@@ -168,8 +200,7 @@ def rasterize(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: floa
     finally:
         _lib.cairo_destroy(ctx)
         _lib.cairo_surface_destroy(surface)
-    return Raster(image=image, scale=float(scale), offset=(float(offset[0]), float(offset[1])),
-                  bbox=bbox)
+    return image
 
 
 def render_ink(ink: Ink, size: tuple[int, int] = DEFAULT_SIZE, stroke_width: float = DEFAULT_STROKE_WIDTH,

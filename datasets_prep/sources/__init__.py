@@ -15,12 +15,12 @@ from pathlib import Path
 from types import ModuleType
 
 from ..readers import InkError
-from . import comer, crohme, crohme2023, folder, hme100k, mathwriting, tamer
+from . import comer, crohme, crohme2023, folder, hme100k, im2latex, mathwriting, tamer
 from .base import Context, Item, Sample, sort_splits, split_name
 
 SOURCES: dict[str, ModuleType] = {
     "mathwriting": mathwriting, "crohme": crohme, "crohme2023": crohme2023,
-    "comer": comer, "tamer": tamer, "hme100k": hme100k, "folder": folder,
+    "comer": comer, "tamer": tamer, "hme100k": hme100k, "folder": folder, "im2latex": im2latex,
 }
 INK_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("ink", "mixed"))
 IMAGE_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("image", "mixed"))

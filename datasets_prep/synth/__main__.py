@@ -6,6 +6,7 @@
     python -m datasets_prep.synth --bboxes mathwriting-2024/ --out synth/   # official rebuild, real glyphs
     python -m datasets_prep.synth --bank bank/ --labels corpus.txt --count 2000 --out synth/ \
         --exclude test_captions.txt                                     # real-hand glyphs from a bank
+    python -m datasets_prep.synth --style print --labels corpus.txt --out printed/  # printed PNGs + labels.tsv
 
 Exit status: 0 all labels drawn, 1 some labels skipped (listed in <out>/<split>/synth_skipped.jsonl),
 2 usage or input error.
@@ -51,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
                         "to the tail of another (default 0)")
     p.add_argument("--bank-symbols-only", action="store_true",
                    help="with --bank: draw only labels whose symbols all have bank samples")
+    p.add_argument("--style", choices=("handwriting", "print"), default="handwriting",
+                   help="print: render --labels as printed formulas (PNG + labels.tsv per split, the `folder` "
+                        "source layout) instead of handwriting InkML")
+    p.add_argument("--renderer", choices=("layout", "tex"), default="layout",
+                   help="with --style print: the project's layout engine (no TeX needed) or latex + dvipng")
+    p.add_argument("--dpi", type=int, default=None, help="with --renderer tex: dvipng resolution (default 160)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
@@ -93,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.depth < 0 or args.length < 1:
         print("error: --depth must be >= 0 and --length >= 1", file=sys.stderr)
         return 2
+    if args.style == "print":
+        from .print_set import run_cli
+
+        return run_cli(args)
     if args.bboxes is not None:
         from .bboxes import BBoxInputError, rebuild_all
 

@@ -1,0 +1,215 @@
+"""Printed formulas: the layout-engine renderer (synth/printed.py), the TeX renderer's error path,
+the set writer (synth/print_set.py, the `folder` layout) and `--style print` on the command line."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from datasets_prep.images import convert
+from datasets_prep.render import rasterize_at
+from datasets_prep.shards import load_split
+from datasets_prep.synth import SynthError
+from datasets_prep.synth.__main__ import main as synth_main
+from datasets_prep.synth.print_set import write_printed
+from datasets_prep.synth.printed import PrintStyle, drawable, print_ink, render_print
+from datasets_prep.synth.tex import DEBIAN_PACKAGES, TexUnavailable, check_tex, render_tex
+from tokenizer import tokenize
+from tokenizer.markup_metrics import image_exact_match, markup_scores
+
+HAVE_TEX = shutil.which("latex") is not None and shutil.which("dvipng") is not None
+
+
+def ink_rows(img: np.ndarray) -> tuple[int, int]:
+    rows = np.flatnonzero((img < 128).any(axis=1))
+    return int(rows[0]), int(rows[-1])
+
+
+def test_render_is_deterministic_black_on_white_and_cut_to_the_ink():
+    a = render_print(r"\frac { a } { b } + x ^ { 2 }")
+    b = render_print(r"\frac { a } { b } + x ^ { 2 }")
+    assert a.dtype == np.uint8 and a.ndim == 2 and np.array_equal(a, b)
+    assert a.min() == 0 and np.median(a) == 255
+    m = int(PrintStyle().margin)
+    assert (a[:m] == 255).all() and (a[-m:] == 255).all() and (a[:, :m] == 255).all() and (a[:, -m:] == 255).all()
+    assert (a[m + 1:-m - 1] < 128).any(axis=1).sum() > 0
+
+
+def test_glyph_size_does_not_depend_on_the_formula_length():
+    short = render_print("A")
+    long = render_print("A + B + C + D + E + F + G + H")
+    h_short = np.subtract(*ink_rows(short)[::-1])
+    h_long = np.subtract(*ink_rows(long)[::-1])
+    assert h_short == h_long  # one glyph size: fixed pixels per em, the canvas grows instead
+    assert long.shape[0] == short.shape[0] and long.shape[1] > 4 * short.shape[1]
+    big = render_print("A", PrintStyle(px_per_em=40.0))
+    assert abs(np.subtract(*ink_rows(big)[::-1]) - 2 * h_short) <= 2
+
+
+def test_no_jitter_a_straight_baseline():
+    ink = print_ink("a a a a a a a a")
+    sids = [int(v) for v in ink.annotations["strokeSymbols"].split()]
+    glyphs: dict[int, list[np.ndarray]] = {}
+    for sid, s in zip(sids, ink.strokes):
+        glyphs.setdefault(sid, []).append(s[:, :2])
+    assert len(glyphs) == 8
+    bottoms = {round(float(max(s[:, 1].max() for s in g)), 2) for g in glyphs.values()}
+    assert len(bottoms) == 1  # every 'a' sits on the same line ...
+    shapes = [np.concatenate(g) - g[0][0] for g in glyphs.values()]
+    assert all(np.abs(s - shapes[0]).max() <= 0.011 for s in shapes)  # ... drawn identically (to the 0.01 rounding)
+
+
+@pytest.mark.parametrize("latex, expected", [
+    (r"{ \cal L } = 1", r"{\mathcal{L}}=1"),
+    (r"{ \bf x } y", r"{\mathbf{x}}y"),
+    (r"\rm d x", r"\mathrm{dx}"),
+    (r"\bf a \left( b \right) c", r"\mathbf{a\left(b\right)c}"),
+    (r"\left( \bf b \right) c", r"\left(\mathbf{b}\right)c"),
+    (r"\begin{matrix} \rm a & b \\ c & d \end{matrix}", r"\begin{matrix}\mathrm{a}&b\\c&d\end{matrix}"),
+    (r"{ \it x } + \tiny y", r"{x}+y"),
+    (r"^ { 2 } x", r"{}^{2}x"),
+    (r"a ( { _ { 3 } } )", r"a({{}_{3}})"),
+    (r"x ^ { 2 }", r"x ^ { 2 }"),  # nothing to rewrite: the label itself
+])
+def test_drawable_rewrites_only_what_the_engine_does_not_take(latex, expected):
+    assert drawable(latex) == expected
+
+
+_TOKENS = st.sampled_from(["x", "2", "+", "\\cal", "\\bf", "\\it", "\\tiny", "^", "_", "&", "\\\\", "\\alpha"])
+
+
+@st.composite
+def balanced(draw, depth=0):
+    out = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.integers(0, 4 if depth < 3 else 2))
+        if kind <= 2:
+            out.append(draw(_TOKENS))
+        elif kind == 3:
+            out += ["{", *draw(balanced(depth + 1)), "}"]
+        else:
+            out += ["\\left", "(", *draw(balanced(depth + 1)), "\\right", ")"]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(balanced())
+def test_drawable_keeps_groups_balanced_and_drops_every_declaration(toks):
+    out = tokenize(drawable(" ".join(toks)))
+    level = 0
+    for t in out:
+        level += (t == "{") - (t == "}")
+        assert level >= 0
+    assert level == 0
+    assert not {"\\cal", "\\bf", "\\it", "\\tiny"} & set(out)
+    assert out.count("\\mathcal") == toks.count("\\cal") and out.count("\\mathbf") == toks.count("\\bf")
+    dropped = ("{", "}", "\\cal", "\\bf", "\\it", "\\tiny")
+    added = ("{", "}", "\\mathcal", "\\mathbf")
+    assert [t for t in out if t not in added] == [t for t in toks if t not in dropped]  # nothing else moves
+
+
+def test_what_cannot_be_drawn_is_a_synth_error_with_the_reason():
+    with pytest.raises(SynthError, match="dagger"):
+        render_print(r"A ^ { \dagger }")
+    with pytest.raises(SynthError, match="trailing-backslash"):
+        render_print("x \\")
+    with pytest.raises(ValueError):
+        render_print("")
+
+
+def test_rasterize_at_is_cut_to_the_ink_at_the_given_scale():
+    from datasets_prep.ink import Ink
+    ink = Ink(strokes=[np.array([[0.0, 0.0], [100.0, 0.0], [100.0, 50.0]])])
+    r = rasterize_at(ink, 0.5, stroke_width=2.0, margin=3.0)
+    assert r.image.shape == (25 + 2 * 4, 50 + 2 * 4)
+    assert r.scale == 0.5 and r.offset == (4.0, 4.0)
+    with pytest.raises(ValueError):
+        rasterize_at(ink, 0.0)
+
+
+def test_image_exact_match_with_the_print_renderer():
+    assert image_exact_match(r"x + y \, ,", r"x+y,", render_print).match is True  # spacing is not ink
+    assert image_exact_match(r"x ^ { 2 }", r"x _ { 2 }", render_print).match is False
+    assert image_exact_match(r"\mathrm { d } x", r"d x", render_print).match is False  # upright vs italic, as in TeX
+    m = image_exact_match(r"x ^ { \dagger }", "x", render_print)
+    assert m.match is None and "reference" in m.reason and "dagger" in m.reason
+    s = markup_scores([r"x ^ { 2 } + 1", "a"], [r"x ^ { 2 } + 1", "b"], images=True)
+    assert s["image_exact_match"] == 0.5 and s["image_scored"] == 2
+
+
+def test_write_printed_then_read_back_with_the_folder_source(tmp_path):
+    labels = [r"\frac { 1 } { 2 } + x", r"A ^ { \dagger }", r"\sqrt { x ^ { 2 } + 1 }", "y = m x + c \\"]
+    out = tmp_path / "printed"
+    s = write_printed(labels, out, split="test")
+    assert s["written"] == 3 and [r["index"] for r in s["skipped"]] == [1]
+    assert s["reasons"] == {"unsupported command \\dagger (no glyph)": 1}
+    assert sorted(p.name for p in (out / "test").glob("*.png")) == ["0000000.png", "0000002.png", "0000003.png"]
+    skipped = json.loads((out / "test" / "print_summary.json").read_text())["skipped"]
+    assert skipped[0]["label"] == labels[1] and skipped[0]["index"] == 1
+    summary = convert("folder", [out], tmp_path / "shards", size=(48, 256), workers=1)
+    assert summary["totals"]["rows"] == 3 and summary["totals"]["quarantined"] == 0
+    t = load_split(tmp_path / "shards" / "test")
+    assert t.column("sample_id").to_pylist() == ["0000000", "0000002", "0000003"]
+    assert t.column("latex").to_pylist() == [labels[0], labels[2], "y = m x + c"]  # control space repaired
+    # a second, smaller run into the same folder leaves no stale image behind
+    write_printed(labels[:1], out, split="test")
+    assert [p.name for p in (out / "test").glob("*.png")] == ["0000000.png"]
+    assert json.loads((out / "test" / "print_summary.json").read_text())["skipped"] == []
+
+
+def test_cli_print_style(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("x ^ { 2 }\n\\frac { a } { b }\nA ^ { \\dagger }\n")
+    out = tmp_path / "o"
+    assert synth_main(["--style", "print", "--labels", str(corpus), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "skipped 1 of 3" in err and "\\dagger" in err
+    assert (out / "train" / "labels.tsv").read_text().count("\n") == 2
+    assert synth_main(["--style", "print", "--labels", str(corpus), "--count", "2", "--out", str(tmp_path / "o2"),
+                       "--split", "valid", "--quiet"]) == 0
+    assert (tmp_path / "o2" / "valid" / "labels.tsv").is_file()
+    assert synth_main(["--style", "print", "--out", str(out), "--quiet"]) == 2
+    assert "--labels" in capsys.readouterr().err
+
+
+def test_tex_renderer_missing_is_one_line_naming_the_debian_packages(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(TexUnavailable) as e:
+        check_tex()
+    assert all(p in str(e.value) for p in DEBIAN_PACKAGES) and "\n" not in str(e.value)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("x ^ { 2 }\n")
+    assert synth_main(["--style", "print", "--renderer", "tex", "--labels", str(corpus), "--out",
+                       str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --renderer tex needs latex and dvipng") and "dvipng" in err.splitlines()[-1]
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.png"))
+
+
+@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
+                                         + " ".join(DEBIAN_PACKAGES) + ")")
+def test_tex_renderer_draws_and_refuses(tmp_path):
+    img = render_tex(r"\frac { a } { b } + x ^ { 2 }")
+    assert img.dtype == np.uint8 and img.min() < 64 and np.median(img) == 255
+    with pytest.raises(SynthError, match="latex failed"):
+        render_tex(r"\frac { a }")
+    s = write_printed([r"x ^ { 2 }", r"\undefinedcommand x"], tmp_path / "o", renderer="tex")
+    assert s["written"] == 1 and len(s["skipped"]) == 1
+
+
+def test_real_formulas_draw_or_fail_with_a_reason(shared_data):
+    lines = (shared_data / "latex" / "im2latex100k_val_norm.txt").read_text().splitlines()[:150]
+    drawn = 0
+    for line in lines:
+        try:
+            img = render_print(line.rstrip("\\").strip())
+        except SynthError as e:
+            assert e.reason
+            continue
+        drawn += 1
+        assert img.shape[0] < 400 and img.min() == 0
+    assert drawn >= 0.85 * len(lines)
