@@ -10,11 +10,13 @@ from tokenizer.label_spec import LabelSpec
 from .ar_baseline import ARRecognizer
 from .errors import RecognizerConfigError
 from .gryphone import GryphOne
+from .posformer import PosFormer
 from .recognizer import Recognizer, RecognizerConfig
 
 RECOGNIZERS: dict[str, type[Recognizer]] = {
     "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone.py)
     "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar_baseline.py)
+    "posformer": PosFormer,      # PosFormer: DenseNet or ViT + coverage-corrected decoder (model/posformer.py)
 }
 
 POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")

@@ -1,0 +1,159 @@
+"""Greedy and beam search over PosFormer's TokenDecoder, carrying the coverage through the search, and
+the bidirectional reranking of CoMER (candidates from both directions, scored by both).
+
+A direction is its start and stop tokens: left-to-right reads BOS ... EOS, right-to-left EOS ... BOS
+(the reversed label), so one decoder learns both. `keep` [V] says which emitted tokens add their
+attention to the coverage (all of them for CoMER's ARM, entity symbols only for IAC).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from tokenizer.vocab import TokenVocab
+
+from .posformer_decoder import StepState, TokenDecoder
+
+PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
+Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)
+
+
+@torch.no_grad()
+def greedy(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Left-to-right greedy decoding: ids [B, <=max_len], BOS first, PAD after EOS."""
+    b, dev = mem_kv[0][0].shape[0], mem_kv[0][0].device
+    state = StepState.empty(len(dec.stack.layers))
+    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
+    done = torch.zeros(b, dtype=torch.bool, device=dev)
+    for pos in range(max_len - 1):
+        nxt = dec.step(out[:, -1], pos, mem_kv, state).argmax(-1).masked_fill(done, PAD)
+        state.commit(keep[nxt])
+        out = torch.cat([out, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    return out
+
+
+@torch.no_grad()
+def beam_one(dec: TokenDecoder, kv, keep: torch.Tensor, max_len: int, beam: int, length_penalty: float = 1.0,
+             start: int = BOS, stop: int = EOS) -> list[Hyp]:
+    """Beam search for one image (kv: its memory keys/values expanded to `beam` rows); returns the
+    finished hypotheses. A stop token ends a hypothesis only when it ranks within the top `beam`
+    candidates, and the search ends once `beam` have ended (so width 1 is greedy); score =
+    log p / (tokens after start) ** length_penalty."""
+    dev = kv[0][0].device
+    state = StepState.empty(len(dec.stack.layers))
+    seqs = torch.full((beam, 1), start, dtype=torch.long, device=dev)
+    scores = torch.zeros(beam, device=dev)
+    scores[1:] = float("-inf")  # all rows start identical: expand the first only
+    finished: list[Hyp] = []
+    for pos in range(max_len - 1):
+        logp = dec.step(seqs[:, -1], pos, kv, state)
+        top, idx = (scores[:, None] + logp).view(-1).topk(2 * beam)
+        src, tok, score = [], [], []
+        for rank, (s, j) in enumerate(zip(top.tolist(), idx.tolist())):
+            if s == float("-inf") or len(src) == beam:
+                break
+            row, t = divmod(j, logp.shape[1])
+            if t != stop:
+                src.append(row), tok.append(t), score.append(s)
+            elif rank < beam:
+                finished.append((s / (pos + 1) ** length_penalty, torch.cat([seqs[row], seqs.new_tensor([stop])])))
+        if len(finished) >= beam or not src:
+            break
+        while len(src) < beam:  # dead copies keep the batch shape
+            src.append(src[0]), tok.append(tok[0]), score.append(float("-inf"))
+        src_t, tok_t = torch.tensor(src, device=dev), torch.tensor(tok, device=dev)
+        state.reorder(src_t)
+        state.commit(keep[tok_t])
+        seqs = torch.cat([seqs[src_t], tok_t[:, None]], 1)
+        scores = torch.tensor(score, device=dev)
+    if not finished:  # out of length: the best open hypothesis
+        best = int(scores.argmax())
+        finished.append((scores[best].item() / (seqs.shape[1] - 1) ** length_penalty, seqs[best]))
+    return finished
+
+
+def _expand(mem_kv, i: int, rows: int):
+    return [(k[i: i + 1].expand(rows, -1, -1, -1), v[i: i + 1].expand(rows, -1, -1, -1)) for k, v in mem_kv]
+
+
+def pad_rows(rows: list[torch.Tensor], device) -> torch.Tensor:
+    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long, device=device)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+@torch.no_grad()
+def beam_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, beam: int,
+                length_penalty: float = 1.0) -> torch.Tensor:
+    """Left-to-right beam search, one image at a time: the best hypothesis per image, padded."""
+    best = []
+    for i in range(mem_kv[0][0].shape[0]):
+        hyps = beam_one(dec, _expand(mem_kv, i, beam), keep, max_len, beam, length_penalty)
+        best.append(max(hyps, key=lambda h: h[0])[1])
+    return pad_rows(best, mem_kv[0][0].device)
+
+
+def reverse_ids(ids: torch.Tensor) -> torch.Tensor:
+    """BOS t1..tn EOS PAD... -> EOS tn..t1 BOS PAD... per row: the right-to-left reading."""
+    return reverse_like(ids, ids, EOS, BOS)
+
+
+def reverse_like(column: torch.Tensor, ids: torch.Tensor, first=None, last=None) -> torch.Tensor:
+    """`column` [B, L] aligned with `ids`, its label positions 1..n reversed in place; `first`/`last`,
+    when given, replace the values at position 0 and n + 1."""
+    n = (ids != PAD).sum(1, keepdim=True) - 2                      # label tokens per row
+    j = torch.arange(ids.shape[1], device=ids.device)[None]
+    inside = (j >= 1) & (j <= n)
+    out = column.gather(1, torch.where(inside, n + 1 - j, j))
+    if first is not None:
+        out[:, 0] = first
+        out = out.scatter(1, n + 1, torch.full_like(n, last))
+    return out
+
+
+@torch.no_grad()
+def sequence_logp(dec: TokenDecoder, mem_kv, ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Sum of log p of ids[:, 1:] (PAD ignored) under teacher forcing: [B]."""
+    tgt = ids[:, 1:]
+    logp = F.log_softmax(dec(ids[:, :-1], mem_kv, keep[tgt]).float(), -1)
+    return logp.gather(-1, tgt[..., None])[..., 0].masked_fill(tgt == PAD, 0).sum(1)
+
+
+@torch.no_grad()
+def bidirectional_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, beam: int,
+                         length_penalty: float = 1.0) -> torch.Tensor:
+    """CoMER's approximate joint search: beam search in both directions, then every candidate is scored
+    by both directions (teacher-forced) and the best mean length-normalized log p wins."""
+    best = []
+    for i in range(mem_kv[0][0].shape[0]):
+        kv = _expand(mem_kv, i, beam)
+        l2r = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, BOS, EOS)]
+        r2l = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, EOS, BOS)]
+        cands = pad_rows(l2r + [_flip(h) for h in r2l], kv[0][0].device)
+        cands = _end_with_eos(cands)
+        one = _expand(mem_kv, i, cands.shape[0])
+        both = sequence_logp(dec, one, cands, keep) + sequence_logp(dec, one, reverse_ids(cands), keep)
+        steps = (cands != PAD).sum(1) - 1
+        best.append(cands[int((both / (2 * steps.float() ** length_penalty)).argmax())])
+    return pad_rows(best, mem_kv[0][0].device)
+
+
+def _flip(h: torch.Tensor) -> torch.Tensor:
+    """A right-to-left hypothesis EOS tn..t1 BOS (or cut off without BOS) as BOS t1..tn EOS."""
+    body = h[1:-1] if h[-1] == BOS else h[1:]
+    return torch.cat([h.new_tensor([BOS]), body.flip(0), h.new_tensor([EOS])])
+
+
+def _end_with_eos(cands: torch.Tensor) -> torch.Tensor:
+    """A hypothesis cut off by the length limit gets EOS in place of its last token, so both
+    directions can score it."""
+    n = (cands != PAD).sum(1)
+    last = cands.gather(1, (n - 1)[:, None])[:, 0]
+    fix = last != EOS
+    cands = cands.clone()
+    cands[fix, (n - 1)[fix]] = EOS
+    return cands
