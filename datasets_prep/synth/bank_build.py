@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from ..readers import InkError
-from .bank import Bank
+from .bank_store import Bank
 from .segments import read_segmented, symbol_token
 from .testsplit import TestSplitError, annotation_sign, input_sign, path_sign
 

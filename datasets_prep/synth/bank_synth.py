@@ -196,7 +196,7 @@ def run_cli(args, labels: list[str] | None, count: int, report) -> int:
     """`python -m datasets_prep.synth --bank/--exclude ...` (the rest of the options as synth's CLI)."""
     import sys
 
-    from .bank import BankError
+    from .bank_store import BankError
 
     try:
         exclude = ExcludeSet.from_files(args.exclude)

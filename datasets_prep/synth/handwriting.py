@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ink import Ink
 from . import glyphs as G
-from .bank import Bank
+from .bank_store import Bank
 from .core import _ink
 from .errors import SynthError
 from .latex import parse_label
