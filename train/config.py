@@ -38,6 +38,17 @@ class PretrainConfig:
 
 
 @dataclass
+class SynthConfig:
+    """Real-hand synthetic expressions mixed into training (train/synth_data.py); off at count 0."""
+    count: int = 0                       # synthetic expressions added to every epoch
+    bank: str = "shards/glyph-bank"      # glyph bank folder (built from bank_input when it holds none)
+    bank_input: str = ""                 # segmented InkML to build the bank from (e.g. CROHME's train folder)
+    bank_source: str = "crohme"          # its source: crohme | mathwriting
+    recombine: float = 0.3               # chance a label is the head of one training label + the tail of another
+    cache: str = "shards/synth-cache"    # made once per (bank, labels, count, canvas, seed)
+
+
+@dataclass
 class TrainConfig:
     name: str = "custom"
     data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
@@ -48,6 +59,8 @@ class TrainConfig:
     canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): the shards' (their summary.json)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
+    synth: SynthConfig = field(default_factory=SynthConfig)
+    extra_train: tuple[str, ...] = ()    # more split folders trained on with the train split (synth sets its own)
     batch_size: int = 32                 # global batch (split across DDP ranks)
     lr: float = 1e-4
     weight_decay: float = 1e-3
@@ -241,7 +254,8 @@ def from_dict(d: dict) -> TrainConfig:
     if "scale" in aug:
         aug["scale"] = tuple(aug["scale"])
     d["augment"] = AugmentConfig(**aug)
-    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones"):
+    d["synth"] = SynthConfig(**d.get("synth", {}))
+    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones", "extra_train"):
         if k in d:
             d[k] = tuple(d[k])
     if "eval_samplers" in d:

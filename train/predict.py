@@ -18,7 +18,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from datasets_prep.canvas import draw_ink, fit_image

@@ -18,8 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
 
 from datasets_prep.render_spec import RenderSpecError
 from datasets_prep.shards import ShardError
@@ -33,7 +31,8 @@ from .eval import default_specs, evaluate_splits, format_table
 from .plots import plot_curves
 from .pretrain import pretrain_applies, run_pretrain
 from .refinement import refinement_picture
-from .trainer import train
+from .synth_data import prepare_synth
+from .trainer import resolve_render, train
 
 
 def _quick_eval(cfg: TrainConfig):
@@ -81,6 +80,23 @@ def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
         predict.main(["--ckpt", str(ckpt), *map(str, files)])
 
 
+def _synth_split(cfg: TrainConfig, is_main: bool) -> Path | None:
+    """Rank 0 makes (or finds) the synthetic set; other ranks wait for the path it writes."""
+    if cfg.synth.count <= 0:
+        return None
+    marker = Path(cfg.out) / "synth_split.json"
+    if is_main:
+        split = prepare_synth(cfg, resolve_render(cfg))
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"split": str(split), "count": cfg.synth.count}))
+        return split
+    for _ in range(7200):
+        if marker.exists() and json.loads(marker.read_text()).get("count") == cfg.synth.count:
+            return Path(json.loads(marker.read_text())["split"])
+        time.sleep(1)
+    raise ValueError(f"{marker}: rank 0 did not finish the synthetic set within 2 hours")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m train.run", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1] + "\n" + config_module.__doc__.split("\n\n", 1)[1]
@@ -120,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.fresh and is_main:
             for name in ("ckpt.pt", "metrics.jsonl", "pretrain/ckpt.pt", "pretrain/metrics.jsonl"):
                 (Path(cfg.out) / name).unlink(missing_ok=True)
+        synth = _synth_split(cfg, is_main)
+        if synth is not None:
+            cfg.extra_train = (*cfg.extra_train, str(synth))
         times = {"data": time.time() - t0}
         if pretrain_applies(cfg, log=print if is_main else (lambda msg: None)):
             pre_ckpt, times["pretrain"] = run_pretrain(cfg, resume=not args.fresh)

@@ -188,7 +188,24 @@ def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer,
                            drop_invalid=cfg.drop_invalid, labelled=labelled)
     if not len(data.rows):
         raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
-    return model.to(env.device), data, ShardDataset(data, render.size)
+    dataset = ShardDataset(data, render.size)
+    extras = [_extra_split(Path(p), model, cfg, render) for p in cfg.extra_train]
+    if extras:
+        for extra in extras:
+            data.skipped.update({f"{k} (extra)": v for k, v in extra.data.skipped.items()})
+        dataset = torch.utils.data.ConcatDataset([dataset, *extras])
+    return model.to(env.device), data, dataset
+
+
+def _extra_split(split_dir: Path, model: Recognizer, cfg: TrainConfig, render: RenderSpec) -> ShardDataset:
+    """Another split folder trained on with the train split (e.g. synthetic shards): same labels, canvas."""
+    spec = RenderSpec.from_shards(split_dir.parent)
+    if spec is not None and spec.size != render.size:
+        raise RenderSpecError(f"{split_dir}: {spec.size[0]}x{spec.size[1]} images, the run's canvas is "
+                              f"{render.size[0]}x{render.size[1]}")
+    data = load_split_data(split_dir, model.targets, cfg.model.max_len, labels=model.labels,
+                           drop_invalid=cfg.drop_invalid)
+    return ShardDataset(data, render.size)
 
 
 def param_digest(model: torch.nn.Module) -> str:
@@ -324,7 +341,8 @@ class Trainer:
                                                                 "examples": self.data.skipped_examples}, indent=1))
         log(f"[train] {cfg.model.kind} model, {count_params(model) / 1e6:.2f}M parameters, device {env.device}"
             f"{' bf16' if env.bf16 else ''}{' compiled' if env.compile else ''}, world {env.world}")
-        log(f"[train] {len(self.dataset)} training samples from {cfg.data}/{cfg.train_split}"
+        extra = f" + {len(self.dataset) - len(self.data.rows)} from {', '.join(cfg.extra_train)}" if cfg.extra_train else ""
+        log(f"[train] {len(self.data.rows)} training samples from {cfg.data}/{cfg.train_split}{extra}"
             f" (left out: {skipped or 'none'}); vocab {model.labels.size()}; canvas "
             f"{model.render.size[0]}x{model.render.size[1]}; "
             + (f"{cfg.max_minutes} minutes" if self.by_time else f"{self.total} steps")
