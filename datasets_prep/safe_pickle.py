@@ -90,11 +90,12 @@ def loads(data: bytes):
 
 def load_images(path: str | Path, max_bytes: int = MAX_PICKLE_BYTES) -> dict[str, np.ndarray]:
     """`images.pkl` -> {name: array}; PickleRefused (naming the cause) for anything else."""
-    p = Path(path)
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise PickleRefused(f"{size} bytes, over the limit of {max_bytes}")
-    return images_from(loads(p.read_bytes()))
+    from .local_files import FileRefused, read_capped
+    try:
+        data = read_capped(path, max_bytes)
+    except FileRefused as e:
+        raise PickleRefused(str(e)) from None
+    return images_from(loads(data))
 
 
 def images_from(obj) -> dict[str, np.ndarray]:
