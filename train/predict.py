@@ -24,8 +24,6 @@ import torch
 from .checkpoint import CheckpointError
 from .inference import DecoderSpec, load_model, recognize
 
-MAX_INKML_BYTES = 64 * 1024 * 1024
-
 
 def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
                render: dict | None = None) -> tuple[torch.Tensor, str | None]:
@@ -33,11 +31,13 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
 
     render: the shards' render settings (stroke_width, margin, antialias, max_glyph) saved in the checkpoint, so
     an InkML file is drawn exactly as the training images were; the converter's defaults otherwise."""
-    from datasets_prep.image_intake import ImageError, image_to_canvas
+    from datasets_prep.image_intake import ImageError, decode_noted, fit_to_canvas, ink_darkness, to_gray_on_white
+    from datasets_prep.local_files import MAX_BYTES, FileRefused, read_capped
 
-    if path.stat().st_size > MAX_INKML_BYTES and path.suffix.lower() == ".inkml":
-        raise ValueError(f"InkML file larger than {MAX_INKML_BYTES >> 20} MB")
-    data = path.read_bytes()
+    try:  # the converter's checks: a regular file (no FIFO, no device) of at most its byte cap
+        data = read_capped(path, MAX_BYTES)
+    except FileRefused as exc:
+        raise ValueError(str(exc)) from None
     if path.suffix.lower() == ".inkml":
         from datasets_prep.readers import InkError, read_inkml, target_label
         from datasets_prep.render import render_ink
@@ -62,7 +62,10 @@ def load_input(path: Path, size: tuple[int, int], binarize: bool = False,
     try:
         margin = {"margin": render["margin"]} if render and "margin" in render else {}
         binarize = binarize or bool(render and render.get("binarize"))  # as the image shards were made
-        canvas = image_to_canvas(data, size, binarize=binarize, **margin)
+        image, notes = decode_noted(data)
+        for note in notes:
+            print(f"{path}: note: {note}", file=sys.stderr)
+        canvas = fit_to_canvas(ink_darkness(to_gray_on_white(image), binarize), size, **margin)
         # the shards store 8-bit PNG: quantize the same way, so the model sees the same values
         return torch.from_numpy((np.rint(canvas * 255.0) / 255.0).astype("float32"))[None], None
     except ImageError as exc:

@@ -127,7 +127,8 @@ def load(item: Item, opts) -> Sample:
         latex = to_latex(item.label, where)
     except SymLGError as e:
         raise InkError(where, "label", str(e), "bad-symlg") from None
-    return Sample(latex, item.label, {"name": item.name or "", "label_at": where}, pixels=pixels(item, opts))
+    ann = {"name": item.name or "", "label_at": where}
+    return Sample(latex, item.label, ann, pixels=pixels(item, opts, ann))
 
 
 def _check(symlg_text: str, truth: str, where: str) -> dict:
