@@ -11,6 +11,7 @@ it is only matters to the source module (datasets_prep/sources/) that lists and 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -100,6 +101,9 @@ def _prepare_out_checked(out: Path, plan: dict, resume: bool, overwrite: bool) -
                 raise UsageError(f"{out}: nothing to resume (no {PROGRESS}/plan.json)")
             old = json.loads((progress / "plan.json").read_text())
             diffs = sorted(k for k in set(old) | set(plan) if old.get(k) != plan.get(k))
+            if diffs == ["fingerprint"]:
+                raise UsageError(f"{out}: cannot resume, the input files changed since the interrupted run (a file "
+                                 "added, removed, resized or rewritten); use --overwrite to convert them again")
             if diffs:
                 detail = ", ".join(f"{k}: {old.get(k)!r} -> {plan.get(k)!r}" for k in diffs)
                 raise UsageError(f"{out}: cannot resume, the options/inputs differ ({detail}); use --overwrite")
@@ -113,6 +117,29 @@ def _prepare_out_checked(out: Path, plan: dict, resume: bool, overwrite: bool) -
         shutil.rmtree(out)
     (progress).mkdir(parents=True, exist_ok=True)
     write_json(progress / "plan.json", plan)
+
+
+def input_fingerprint(paths: list[Path]) -> str:
+    """A digest of the input listing: every file's relative name, size and modification time (the
+    archive's own for an archive). --resume refuses when it changed, so a file replaced between the
+    runs (same count, other content) is never left out in silence. Costs one stat per file."""
+    h = hashlib.blake2b(digest_size=16)
+    for k, p in enumerate(paths):
+        h.update(f"input {k}\0".encode())
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
+                dirnames.sort()
+                for f in sorted(filenames) + sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))):
+                    full = os.path.join(dirpath, f)
+                    try:
+                        st = os.stat(full)
+                    except OSError:
+                        st = os.lstat(full)
+                    h.update(f"{os.path.relpath(full, p)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\n".encode())
+        else:
+            st = p.stat()
+            h.update(f"{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def _clean_temp(out: Path) -> None:
@@ -290,7 +317,7 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
     out = Path(out) if out is not None else Path("shards") / src
     workers = max(1, workers or _cpu_count())
     plan = {"options": opts.to_json(), "inputs": [str(p.resolve()) for p in paths], "splits": splits,
-            "split": split, "limit": limit}
+            "split": split, "limit": limit, "fingerprint": input_fingerprint(paths)}
     _prepare_out(out, plan, resume, overwrite)
 
     t0 = time.perf_counter()

@@ -34,12 +34,13 @@ class Layout:
     describe: str = "a label file"                       # what a user should have given, for errors
 
 
-def caption_lines(data: bytes, where: str, strip: bool = True) -> Iterator[LabelRecord | InkError]:
+def caption_lines(data: bytes, where: str, strip: bool = True, tab: bool = False) -> Iterator[LabelRecord | InkError]:
     """`name<whitespace>latex` per line, as WAP/BTTR/CoMER/TAMER captions and HME100K labels are
-    written; the name may carry its image extension (`train_0.jpg`), which is dropped with `strip`."""
+    written; the name may carry its image extension (`train_0.jpg`), which is dropped with `strip`.
+    With `tab` (a `.tsv` file) the name ends at the first TAB only, so `a b.png<TAB>x` names `a b.png`."""
     from tokenizer.corpus import Skipped, read_corpus
 
-    for rec in read_corpus(io.BytesIO(data), where, fmt="caption"):
+    for rec in read_corpus(io.BytesIO(data), where, fmt="tsv" if tab else "caption"):
         if isinstance(rec, Skipped):
             yield InkError(f"{where}:{rec.lineno}", "label", f"label line skipped ({rec.reason}): {rec.detail}",
                            f"label-{rec.reason}")
