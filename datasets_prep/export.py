@@ -27,6 +27,7 @@ from PIL import Image
 from tokenizer.files import atomic_write
 
 from .convert import _DefaultsFormatter
+from .captions import to_caption
 from .names import plain_name
 from .shards import ShardError, load_split, split_names, write_json
 
@@ -63,15 +64,14 @@ def export_names(sample_ids: list[str]) -> list[str]:
 
 
 def caption_tokens(latex: str) -> str | None:
-    """The label as the peers' captions spell it: tokens joined by single spaces; None if it does
-    not tokenize."""
+    """The label as the peers' captions spell it: tokens joined by single spaces, a space token
+    (text mode's, or the control space) as `\\space` (datasets_prep/captions.py); None if it does not tokenize."""
     from tokenizer import LatexError, tokenize
 
     try:
-        toks = [t for t in tokenize(latex) if t.strip()]
+        return to_caption(tokenize(latex))
     except LatexError:
         return None
-    return " ".join(toks) if toks else None
 
 
 def peer_image(png: bytes, pad: int) -> np.ndarray:

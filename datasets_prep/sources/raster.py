@@ -12,6 +12,7 @@ import numpy as np
 from PIL import Image
 
 from ..image_intake import ImageError, decode_noted, to_gray_on_white
+from ..captions import from_caption
 from ..readers import InkError
 from .base import Item, Sample, read_bytes
 
@@ -21,7 +22,7 @@ KIND = "image"
 def label(raw: str | None, path: str) -> tuple[str, str]:
     if raw is None or not raw.strip():
         raise InkError(path, "label", "empty label", "no-label")
-    return " ".join(raw.split()), raw
+    return from_caption(raw), raw
 
 
 def load(item: Item, opts) -> Sample:
