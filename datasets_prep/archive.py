@@ -61,6 +61,12 @@ def safe_name(raw: str, archive: str) -> str:
     return "/".join(parts)
 
 
+def _nested(where: str) -> InkError:
+    """An archive inside an archive is not opened, and said so, as inside a folder input."""
+    return InkError(where, "read", "an archive inside an archive input is not opened; extract it and pass it "
+                                   "as an --input of its own", "nested-archive")
+
+
 class _CountingReader(io.RawIOBase):
     """Wraps the compressed file to report how many bytes were consumed (for the progress bar)."""
 
@@ -109,6 +115,9 @@ def _iter_tar(path: Path, max_bytes: int, on_read, wanted=None) -> Iterator[Memb
                         continue
                     where = f"{path}:{name}"
                     if m.isdir() or (wanted is not None and not wanted(name)):
+                        continue
+                    if name.lower().endswith(ARCHIVE_SUFFIXES):
+                        yield _nested(where)
                         continue
                     if m.issym() or m.islnk():
                         yield InkError(where, "archive", f"member is a link (to {m.linkname!r}), not a file",
@@ -197,6 +206,9 @@ def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkE
                 continue
             where = f"{path}:{name}"
             if info.is_dir() or (wanted is not None and not wanted(name)):
+                continue
+            if name.lower().endswith(ARCHIVE_SUFFIXES):
+                yield _nested(where)
                 continue
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .image_intake import image_to_canvas
+from .image_intake import decode_noted, fit_to_canvas, ink_darkness, to_gray_on_white
 from .ink import Ink
 from .render import render_ink
 from .render_spec import RenderSpec
@@ -24,5 +24,11 @@ def draw_ink(spec: RenderSpec, ink: Ink) -> np.ndarray:
 def fit_image(spec: RenderSpec, data: bytes, binarize: bool = False) -> np.ndarray:
     """Image file bytes -> float32 [H, W], ink = 1, fitted as the image shards were and quantized to
     8 bits like their PNGs. ImageError (datasets_prep.image_intake) on anything unusable."""
-    canvas = image_to_canvas(data, spec.size, binarize=binarize or spec.binarize, margin=spec.margin)
-    return (np.rint(canvas * 255.0) / 255.0).astype(np.float32)
+    return fit_image_noted(spec, data, binarize)[0]
+
+
+def fit_image_noted(spec: RenderSpec, data: bytes, binarize: bool = False) -> tuple[np.ndarray, list[str]]:
+    """fit_image, and the notes decoding made (frames after a GIF's or TIFF's first, say)."""
+    image, notes = decode_noted(data)
+    canvas = fit_to_canvas(ink_darkness(to_gray_on_white(image), binarize or spec.binarize), spec.size, spec.margin)
+    return (np.rint(canvas * 255.0) / 255.0).astype(np.float32), notes

@@ -11,6 +11,7 @@ it is only matters to the source module (datasets_prep/sources/) that lists and 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 from tokenizer.files import atomic_write
 
 from . import sources as sources_mod
+from .names import plain_name
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import ANTIALIAS, DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_STROKE_WIDTH, parse_size
 from .render_spec import DEFAULT_SIZE
@@ -38,11 +40,25 @@ PROGRESS = ".progress"
 QUARANTINE = "quarantine.jsonl"
 SUMMARY = "summary.json"
 PREVIEW = "preview.png"
+CHUNK_BYTES = 64 << 20
+"""A chunk is cut early when the input bytes it holds in memory (archive members, decoded pickle
+images) reach this, whatever --shard-size says: with the per-member cap (--max-file-mb) this bounds
+what one chunk holds."""
+IN_FLIGHT_BYTES = 256 << 20
+"""Input bytes handed to workers and not yet written: more waits for a chunk to finish. With
+CHUNK_BYTES and the member cap, the converter's memory stays bounded whatever the shard size."""
+
+
+def item_bytes(item: Item) -> int:
+    """The input bytes an item holds in memory (0 for a file read later by the worker)."""
+    return (len(item.data) if item.data is not None else 0) + (
+        int(getattr(item.pixels, "nbytes", 0)) if item.pixels is not None else 0)
 
 
 EXIT_CODES = ("exit codes: 0 done (files that could not be converted are listed in quarantine.jsonl); "
-              "1 nothing converted, a broken archive, a worker died, an internal error, or --strict with "
-              "anything quarantined; 2 usage error; 130 interrupted (continue with --resume)")
+              "1 nothing converted, a broken archive, a worker died, the output could not be written (disk "
+              "full), an internal error, or --strict with anything quarantined; 2 usage error (bad options, "
+              "or an --out that is a file, not writable or not ours); 130 interrupted (continue with --resume)")
 
 
 class UsageError(Exception):
@@ -68,6 +84,16 @@ def default_inputs(src: str) -> list[Path]:
 # ---------------------------------------------------------------- output folder and resume
 
 def _prepare_out(out: Path, plan: dict, resume: bool, overwrite: bool) -> None:
+    """Check `out` can take this run and record its plan; UsageError (exit 2) naming the reason."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    try:
+        _prepare_out_checked(out, plan, resume, overwrite)
+    except OSError as e:  # read-only, no permission, full
+        raise UsageError(f"--out {out} cannot be written: {e.strerror or e}") from None
+
+
+def _prepare_out_checked(out: Path, plan: dict, resume: bool, overwrite: bool) -> None:
     progress = out / PROGRESS
     if out.exists() and any(out.iterdir()):
         ours = (progress / "plan.json").is_file() or (out / DICT_FILE).is_file()
@@ -76,10 +102,14 @@ def _prepare_out(out: Path, plan: dict, resume: bool, overwrite: bool) -> None:
                 raise UsageError(f"{out}: nothing to resume (no {PROGRESS}/plan.json)")
             old = json.loads((progress / "plan.json").read_text())
             diffs = sorted(k for k in set(old) | set(plan) if old.get(k) != plan.get(k))
+            if diffs == ["fingerprint"]:
+                raise UsageError(f"{out}: cannot resume, the input files changed since the interrupted run (a file "
+                                 "added, removed, resized or rewritten); use --overwrite to convert them again")
             if diffs:
                 detail = ", ".join(f"{k}: {old.get(k)!r} -> {plan.get(k)!r}" for k in diffs)
                 raise UsageError(f"{out}: cannot resume, the options/inputs differ ({detail}); use --overwrite")
             _clean_temp(out)
+            write_json(progress / "plan.json", plan)  # proves the folder is still writable
             return
         if not overwrite:
             raise UsageError(f"{out} exists and is not empty: pass --resume to continue it or --overwrite")
@@ -88,6 +118,29 @@ def _prepare_out(out: Path, plan: dict, resume: bool, overwrite: bool) -> None:
         shutil.rmtree(out)
     (progress).mkdir(parents=True, exist_ok=True)
     write_json(progress / "plan.json", plan)
+
+
+def input_fingerprint(paths: list[Path]) -> str:
+    """A digest of the input listing: every file's relative name, size and modification time (the
+    archive's own for an archive). --resume refuses when it changed, so a file replaced between the
+    runs (same count, other content) is never left out in silence. Costs one stat per file."""
+    h = hashlib.blake2b(digest_size=16)
+    for k, p in enumerate(paths):
+        h.update(f"input {k}\0".encode())
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
+                dirnames.sort()
+                for f in sorted(filenames) + sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))):
+                    full = os.path.join(dirpath, f)
+                    try:
+                        st = os.stat(full)
+                    except OSError:
+                        st = os.lstat(full)
+                    h.update(f"{os.path.relpath(full, p)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\n".encode())
+        else:
+            st = p.stat()
+            h.update(f"{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def _clean_temp(out: Path) -> None:
@@ -124,7 +177,7 @@ class _Runner:
         self.out, self.opts, self.workers, self.bar = out, opts, workers, progress
         self.pool = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_die_with_parent,
                                         initargs=(os.getpid(),)) if workers > 1 else None
-        self.pending: dict[Future, tuple[str, int]] = {}
+        self.pending: dict[Future, tuple[str, int, int]] = {}
         self.results: dict[tuple[str, int], ChunkResult] = {}
         self.resumed = 0
         self.processed = 0
@@ -136,15 +189,20 @@ class _Runner:
             self.resumed += 1
             self.bar.update(len(chunk))
             return
-        split_dir = self.out / split
+        split_dir = self.out / plain_name(split)
         split_dir.mkdir(parents=True, exist_ok=True)
         if self.pool is None:
             self._finish(convert_chunk(split, index, chunk, str(split_dir), self.opts))
             return
-        while len(self.pending) >= 2 * self.workers:
+        nbytes = sum(map(item_bytes, chunk))
+        while self.pending and (len(self.pending) >= 2 * self.workers
+                                or self._in_flight() + nbytes > IN_FLIGHT_BYTES):
             self._drain(FIRST_COMPLETED)
         fut = self.pool.submit(convert_chunk, split, index, chunk, str(split_dir), self.opts)
-        self.pending[fut] = (split, index)
+        self.pending[fut] = (split, index, nbytes)
+
+    def _in_flight(self) -> int:
+        return sum(n for _, _, n in self.pending.values())
 
     def _drain(self, how) -> None:
         done, _ = wait(list(self.pending), return_when=how)
@@ -231,6 +289,11 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise UsageError(f"input not found: {', '.join(missing)}")
+    try:  # split names become folders under `out`: plain names only, checked here at the boundary
+        for name in ([split] if split is not None else []) + list(splits or []):
+            plain_name(name, "--split" if name == split else "--splits name")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if split is not None and len(paths) > 1 and src == "mathwriting":
         raise UsageError("--split names the split of a single input; give one --input with it")
     if isinstance(size, str):
@@ -255,7 +318,7 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
     out = Path(out) if out is not None else Path("shards") / src
     workers = max(1, workers or _cpu_count())
     plan = {"options": opts.to_json(), "inputs": [str(p.resolve()) for p in paths], "splits": splits,
-            "split": split, "limit": limit}
+            "split": split, "limit": limit, "fingerprint": input_fingerprint(paths)}
     _prepare_out(out, plan, resume, overwrite)
 
     t0 = time.perf_counter()
@@ -266,6 +329,7 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
     enum_errors: list[dict] = []
     counts: Counter = Counter()
     buffers: dict[str, list[Item]] = {}
+    held: Counter = Counter()  # input bytes in each split's buffer
     next_index: Counter = Counter()
     try:
         wanted = set(splits) if splits else None
@@ -279,10 +343,12 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
             counts[got.split] += 1
             buf = buffers.setdefault(got.split, [])
             buf.append(got)
-            if len(buf) >= shard_size:
+            held[got.split] += item_bytes(got)
+            if len(buf) >= shard_size or held[got.split] >= CHUNK_BYTES:
                 runner.submit(got.split, next_index[got.split], buf, resume)
                 next_index[got.split] += 1
                 buffers[got.split] = []
+                held[got.split] = 0
         for s, buf in buffers.items():
             if buf:
                 runner.submit(s, next_index[s], buf, resume)
@@ -337,7 +403,7 @@ def _finalize(out: Path, src: str, paths: list[Path], opts: Options, runner: _Ru
         files = [f for r in results for f in r.files]
         lengths = [n for r in results for n in r.shard_lengths]
         nbytes = sum(r.num_bytes for r in results)
-        split_dir = out / s
+        split_dir = out / plain_name(s)
         split_dir.mkdir(parents=True, exist_ok=True)
         if not files:  # every input failed: an empty shard keeps the split loadable
             files, lengths = ["data-00000.arrow"], [0]
@@ -473,6 +539,10 @@ def main(argv: list[str] | None, p: argparse.ArgumentParser) -> int:
     except KeyboardInterrupt:
         print("interrupted; run again with --resume to continue", file=sys.stderr)
         return 130
+    except OSError as e:  # writing a shard or a report failed: a full disk, a folder gone read-only
+        print(f"error: {e.filename or args.out or 'the output folder'}: {e.strerror or e} (finished shards are "
+              "kept: fix it and run again with --resume)", file=sys.stderr)
+        return 1
     except BrokenProcessPool as e:
         print(f"error: a worker process died ({e or 'killed or out of memory'}); finished shards are kept: "
               "run again with --resume", file=sys.stderr)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import pickle
 import sys
@@ -28,10 +27,14 @@ from PIL import Image
 from tokenizer.files import atomic_write
 
 from .convert import _DefaultsFormatter
-from .shards import DICT_FILE, ShardError, load_split, write_json
+from .captions import to_caption
+from .names import plain_name
+from .shards import ShardError, load_split, split_names, write_json
 
 FORMATS = ("comer", "tamer")
-EXIT_CODES = "exit codes: 0 written; 1 nothing to export or a shard unreadable; 2 usage error"
+EXIT_CODES = ("exit codes: 0 written; 1 nothing to export, a shard unreadable, or the output could not be written "
+              "(disk full); 2 usage error (bad options, a --data that is not a shard folder, an --out that is a "
+              "file, not empty or not writable)")
 
 
 class UsageError(Exception):
@@ -61,15 +64,14 @@ def export_names(sample_ids: list[str]) -> list[str]:
 
 
 def caption_tokens(latex: str) -> str | None:
-    """The label as the peers' captions spell it: tokens joined by single spaces; None if it does
-    not tokenize."""
+    """The label as the peers' captions spell it: tokens joined by single spaces, a space token
+    (text mode's, or the control space) as `\\space` (datasets_prep/captions.py); None if it does not tokenize."""
     from tokenizer import LatexError, tokenize
 
     try:
-        toks = [t for t in tokenize(latex) if t.strip()]
+        return to_caption(tokenize(latex))
     except LatexError:
         return None
-    return " ".join(toks) if toks else None
 
 
 def peer_image(png: bytes, pad: int) -> np.ndarray:
@@ -89,25 +91,49 @@ def _bmp(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def prepare_out(out: Path, overwrite: bool) -> None:
+    """--out must be a folder that is empty (or --overwrite) and writable; UsageError saying why."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    try:
+        if out.exists() and any(out.iterdir()) and not overwrite:
+            raise UsageError(f"{out} exists and is not empty: pass --overwrite")
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"--out {out} cannot be written: {e.strerror or e}") from None
+
+
 def export(data: str | Path, out: str | Path, to: str, *, splits: list[str] | None = None,
            rename: dict[str, str] | None = None, pad: int = 2, overwrite: bool = False, log=None) -> dict:
     """Write the shards under `data` in the `to` layout under `out`; returns (and writes) export.json."""
     log = log or (lambda msg: None)
     if to not in FORMATS:
         raise UsageError(f"--to must be one of {', '.join(FORMATS)}, got {to!r}")
+    if not isinstance(pad, int) or pad < 0:
+        raise UsageError(f"--pad must be >= 0 (blank pixels around the ink), got {pad}")
     data, out = Path(data), Path(out)
     try:
-        names = json.loads((data / DICT_FILE).read_text(encoding="utf-8"))["splits"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{data}: not a shard folder ({DICT_FILE}: {e})") from None
+        names = split_names(data)
+    except ShardError as e:
+        raise UsageError(f"{data}: not a shard folder ({e})") from None
     wanted = [s for s in names if splits is None or s in splits]
     if splits and set(splits) - set(names):
         raise UsageError(f"no split {', '.join(sorted(set(splits) - set(names)))} in {data} (has {', '.join(names)})")
     rename = rename or {}
+    try:  # every name that becomes a folder or a member path is a plain name (datasets_prep/names.py)
+        for old, new in rename.items():
+            plain_name(old, "--rename source")
+            plain_name(new, "--rename target")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    dests = [rename.get(s, s) for s in wanted]
+    if len(set(dests)) != len(dests):
+        raise UsageError(f"--rename gives two splits the same name ({', '.join(dests)})")
     target = out / "data.zip" if to == "comer" else out
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise UsageError(f"{out} exists and is not empty: pass --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_out(out, overwrite)
     report = {"to": to, "data": str(data), "out": str(out), "pad": pad, "splits": {}, "skipped": []}
     zf = None
     tmp_zip = out / ".data.zip.tmp"
@@ -189,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ShardError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk or an output folder gone read-only mid-way
+        print(f"error: {e.filename or args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     written = sum(v["written"] for v in rep["splits"].values())
     print(f"{rep['target']}: {written} samples in {len(rep['splits'])} splits"

@@ -31,29 +31,95 @@ class ImageError(ValueError):
     """An image that cannot be used; the message says why (the caller adds the file name)."""
 
 
+FORMATS = ("PNG", "BMP", "JPEG", "TIFF", "GIF", "WEBP")
+"""The raster formats decoded, and no others, whatever a file's name says: Pillow's EPS plugin runs
+Ghostscript on a file whose bytes say PostScript (a `.png` can), and no plugin that hands the bytes to
+another program may ever see an untrusted file."""
+WORK_PIXELS = 4_000_000
+"""Images larger than this are reduced (box filter, whole factors) before any float work: a 224-pixel
+canvas cannot use more, and a 40 MP RGBA page otherwise costs gigabytes and a minute (JPEG is decoded
+at the reduced size directly)."""
+
+
 def decode(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Bytes -> a fully decoded PIL image, or ImageError (not an image, too large, truncated)."""
+    return decode_noted(data, max_pixels)[0]
+
+
+def decode_noted(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image, list[str]]:
+    """`decode`, with notes on what was left out (the frames after the first of a GIF/TIFF, a
+    reduction), for the caller to report."""
     if not data:
         raise ImageError("empty file (0 bytes)")
+    notes: list[str] = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
+            im = Image.open(io.BytesIO(data), formats=FORMATS)
             w, h = im.size
             if w * h > max_pixels:
                 raise ImageError(f"{w}x{h} pixels exceeds the limit of {max_pixels / 1e6:.0f} MP")
+            frames = int(getattr(im, "n_frames", 1) or 1)
+            if frames > 1:
+                notes.append(f"{frames} frames: only the first is used")
+            factor = _reduction(w, h)
+            if factor > 1 and im.format == "JPEG":
+                im.draft(im.mode, (w // factor, h // factor))  # decoded at 1/2, 1/4 or 1/8 scale
             im.load()
     except ImageError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageError(f"refused as a decompression bomb: {exc}") from None
     except UnidentifiedImageError:
-        raise ImageError("not an image file (unknown format)") from None
-    except (OSError, SyntaxError, ValueError) as exc:  # truncated data, broken CRC, bad chunks
+        raise ImageError(f"not an image file (the formats read are {', '.join(FORMATS)}; "
+                         "anything else, PostScript/EPS included, is refused)") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:  # truncated data, broken CRC, bad chunks
         raise ImageError(f"cannot decode the image (truncated or corrupt?): {exc}") from None
     if w == 0 or h == 0:
         raise ImageError("image has no pixels")
-    return im
+    factor = _reduction(*im.size)
+    if factor > 1:
+        im = _reduce(im, factor)
+        notes.append(f"{w}x{h} pixels reduced to {im.size[0]}x{im.size[1]} before fitting")
+    return im, notes
+
+
+def _reduction(w: int, h: int) -> int:
+    factor = 1
+    while (w // factor) * (h // factor) > WORK_PIXELS:
+        factor += 1
+    return factor
+
+
+def _reduce(im: Image.Image, factor: int) -> Image.Image:
+    """Box-average by a whole factor, in a mode that keeps transparency and 16-bit depth."""
+    try:
+        return im.reduce(factor)
+    except (ValueError, OSError):
+        pass
+    alpha = im.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in im.info
+    try:
+        return _plain(im, "RGBA" if alpha else "L").reduce(factor)
+    except (ValueError, OSError) as exc:
+        raise ImageError(f"cannot reduce a {im.mode} image: {exc}") from None
+
+
+def _plain(im: Image.Image, mode: str) -> Image.Image:
+    """`im` in `mode` ("L" or "RGBA"); LAB is read by its lightness channel (Pillow cannot convert
+    it), any other mode Pillow cannot convert is an ImageError, never a crash."""
+    if im.mode == mode:
+        return im
+    if im.mode == "LAB":
+        im = im.getchannel("L")
+        return im if mode == "L" else im.convert(mode)
+    try:
+        return im.convert(mode)
+    except (ValueError, OSError):
+        pass
+    try:
+        return im.convert("RGB").convert(mode)
+    except (ValueError, OSError) as exc:
+        raise ImageError(f"colour mode {im.mode} cannot be read as grey: {exc}") from None
 
 
 def to_gray_on_white(im: Image.Image) -> np.ndarray:
@@ -62,15 +128,15 @@ def to_gray_on_white(im: Image.Image) -> np.ndarray:
         arr = np.asarray(im, dtype=np.float32)
         top = max(float(arr.max()), 1.0)
         return arr / top
-    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
-        rgba = im.convert("RGBA")
+    if im.mode in ("RGBA", "LA", "PA", "La", "RGBa") or (im.mode == "P" and "transparency" in im.info):
+        rgba = _plain(im, "RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         gray = np.asarray(Image.alpha_composite(white, rgba).convert("L"), dtype=np.float32) / 255.0
         alpha = np.asarray(rgba, dtype=np.float32)[..., 3] / 255.0
         if float(gray.std()) < 1e-3 < float(alpha.std()):  # light ink on transparency: the alpha is the ink
             return 1.0 - alpha
         return gray
-    return np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+    return np.asarray(_plain(im, "L"), dtype=np.float32) / 255.0
 
 
 def ink_darkness(gray: np.ndarray, binarize: bool = False) -> np.ndarray:

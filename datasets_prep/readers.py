@@ -31,6 +31,9 @@ MAX_POINTS = 200_000
 MIN_POINTS = 2
 """Fewest points an ink needs to be worth a sample (a single tap carries no expression)."""
 
+MAX_MESSAGE = 300
+"""Longest error message a quarantine line keeps: a message may quote the file, the report must not copy it."""
+
 # Non-fatal validity/namespace complaints (an undeclared prefix in MathML, ...) lose no content.
 _HARMLESS_DOMAINS = {"DTD", "VALID", "NAMESPACE"}
 
@@ -54,7 +57,8 @@ class InkError(Exception):
 
     def record(self) -> dict[str, str]:
         """The quarantine.jsonl line for this error."""
-        return {"path": self.path, "stage": self.stage, "kind": self.kind, "error": self.message}
+        msg = self.message if len(self.message) <= MAX_MESSAGE else self.message[:MAX_MESSAGE] + "..."
+        return {"path": self.path, "stage": self.stage, "kind": self.kind, "error": msg}
 
 
 def _new_parser() -> etree.XMLParser:

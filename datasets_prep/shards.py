@@ -215,4 +215,20 @@ def load_split(split_dir: str | os.PathLike) -> pa.Table:
 def load_splits(out: str | os.PathLike) -> dict[str, pa.Table]:
     """Every split listed in out/dataset_dict.json."""
     out = Path(out)
-    return {s: load_split(out / s) for s in _read_json(out / DICT_FILE).get("splits", [])}
+    return {s: load_split(out / s) for s in split_names(out)}
+
+
+def split_names(out: str | os.PathLike) -> list[str]:
+    """The splits out/dataset_dict.json lists, each a plain name (datasets_prep/names.py): a listed
+    `../planted` is a ShardError, never a path to follow."""
+    from .names import is_plain
+
+    path = Path(out) / DICT_FILE
+    got = _read_json(path)
+    names = got.get("splits") if isinstance(got, dict) else None
+    if not isinstance(names, list):
+        raise ShardError(path, "no `splits` list")
+    bad = [n for n in names if not is_plain(n)]
+    if bad:
+        raise ShardError(path, f"lists a split that is not a plain folder name: {ascii(bad[0])[:60]}")
+    return names

@@ -25,6 +25,9 @@ LABELS = {"COMMA": ",", "comma": ",", "COMMAT": ",", "\\lt": "<", "\\gt": ">", "
 BIG_OPERATORS = {"\\sum", "\\int", "\\prod", "\\lim", "\\bigcup", "\\bigcap", "\\oint", "\\coprod"}
 FRACTION_BARS = {"-", "\\frac", "\\over"}
 MAX_OBJECTS = 5000
+MAX_DEPTH = 100
+"""Deepest nesting (scripts of scripts, fractions in fractions) read; real expressions stay under 10,
+and the reader recurses once per level."""
 
 
 class SymLGError(ValueError):
@@ -84,12 +87,28 @@ def parse(text: str, where: str = "") -> tuple[dict[str, _Node], str]:
 def to_latex(text: str, where: str = "") -> str:
     """A SymLG file's text -> LaTeX tokens joined by spaces (the captions' spelling)."""
     nodes, root = parse(text, where)
+    _check_depth(nodes, root, where)
     out: list[str] = []
     seen: set[str] = set()
     _row(nodes, root, out, seen, where)
     if len(seen) != len(nodes):
         raise SymLGError(f"{where}: {len(nodes) - len(seen)} objects are not reachable from the root")
     return " ".join(out)
+
+
+def _check_depth(nodes: dict[str, _Node], root: str, where: str) -> None:
+    """SymLGError when the tree nests deeper than MAX_DEPTH (a 1000-deep Sup chain), found without
+    recursion before the recursive reading starts."""
+    stack, seen = [(root, 0)], set()
+    while stack:
+        node_id, depth = stack.pop()
+        if node_id in seen:
+            continue  # a cycle: reported by the reading itself
+        seen.add(node_id)
+        if depth > MAX_DEPTH:
+            raise SymLGError(f"{where}: nested more than {MAX_DEPTH} levels deep (at object {node_id!r})")
+        for rel, child in nodes[node_id].children.items():
+            stack.append((child, depth if rel == "Right" else depth + 1))
 
 
 def _row(nodes: dict[str, _Node], start: str, out: list[str], seen: set[str], where: str) -> None:

@@ -42,6 +42,21 @@ def save_checkpoint(path: str | Path, state: dict) -> None:
         torch.save({"format": FORMAT, **state}, tmp)
 
 
+CHECKPOINT_MAGIC = (b"PK\x03\x04", b"\x80")
+"""How every file torch.save writes starts: a zip archive (torch >= 1.6) or a binary pickle (older)."""
+
+
+def _torch_reason(exc: BaseException) -> str:
+    """torch's own reason, without its advice to re-run with weights_only=False (which would run the
+    file's code): the line naming what was refused, else the first line that gives no such advice."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if "weights_only" not in ln and "Re-running" not in ln
+             and "trust the source" not in ln and not ln.startswith("Check the documentation")]
+    named = [ln for ln in lines if "GLOBAL" in ln or "Unsupported" in ln or "Unpickler error" in ln]
+    reason = (named or lines or [type(exc).__name__])[0]
+    return reason.removeprefix("WeightsUnpickler error: ").split(". Please")[0]
+
+
 def load_checkpoint(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
@@ -49,16 +64,24 @@ def load_checkpoint(path: str | Path) -> dict:
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path}: checkpoint is empty (0 bytes)")
     try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read checkpoint: {exc.strerror or exc}") from None
+    if not head.startswith(CHECKPOINT_MAGIC):
+        raise CheckpointError(f"{path}: not a checkpoint (torch.save writes a zip archive or a binary pickle; "
+                              f"this file starts with {head!r})")
+    try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "weights only" in str(exc).lower() or "weights_only" in str(exc):
-            why = next((ln.strip() for ln in str(exc).splitlines() if "Unpickler error" in ln), "")
+        reason = _torch_reason(exc)
+        if "GLOBAL" in reason or "Unsupported" in reason:
             raise CheckpointError(f"{path}: refused: the file holds objects other than tensors and plain types, "
-                                  f"and loading them could run code ({why.split('. Please')[0]})") from None
-        raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): {exc}") from None
+                                  f"and loading them could run code ({reason})") from None
+        raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): {reason}") from None
     except Exception as exc:  # zip/pickle errors vary with how the file is damaged
         raise CheckpointError(f"{path}: cannot read checkpoint (truncated or corrupt?): "
-                              f"{type(exc).__name__}: {exc}") from None
+                              f"{type(exc).__name__}: {_torch_reason(exc)}") from None
     if not isinstance(state, dict) or state.get("format") not in FORMATS:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"{path}: not a gryphone checkpoint (format {found!r}, expected {FORMAT!r})")

@@ -27,8 +27,16 @@ class EncoderInitError(ValueError):
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    """Parse a .safetensors file (bf16 is widened to float32); never executes anything from the file."""
-    data = path.read_bytes()
+    """Parse a .safetensors file (bf16 is widened to float32); never executes anything from the file.
+
+    Held to the format's own rules, every error naming the file: the header is a JSON object of
+    {"dtype": str, "shape": [int...], "data_offsets": [int, int]} entries (plus a `__metadata__` of
+    strings); the tensors tile the body exactly, in order, with no overlap, gap or alias (a 1 MB file
+    must not yield 300 tensors on one shared body), and each holds shape x itemsize bytes."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EncoderInitError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) < 8:
         raise EncoderInitError(f"{path}: too short for a safetensors file")
     (n,) = struct.unpack("<Q", data[:8])
@@ -36,30 +44,66 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise EncoderInitError(f"{path}: safetensors header length {n} exceeds the file")
     try:
         header = json.loads(data[8: 8 + n])
+    except RecursionError:
+        raise EncoderInitError(f"{path}: safetensors header nests too deeply (a header is one flat object)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EncoderInitError(f"{path}: safetensors header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise EncoderInitError(f"{path}: safetensors header is a JSON {type(header).__name__}, not an object")
     body = memoryview(data)[8 + n:]
-    out = {}
+    entries = []
     for name, info in header.items():
         if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict) and all(isinstance(v, str) for v in info.values())):
+                raise EncoderInitError(f"{path}: safetensors __metadata__ is not an object of strings")
             continue
-        try:
-            dtype, shape, (start, end) = info["dtype"], [int(d) for d in info["shape"]], info["data_offsets"]
-        except (KeyError, TypeError, ValueError):
-            raise EncoderInitError(f"{path}: malformed safetensors entry {name!r}") from None
-        if not 0 <= start <= end <= len(body):
+        entries.append((_entry(path, name, info), name))
+    entries.sort(key=lambda e: (e[0][2], e[0][3]))
+    end_of_last = 0
+    out = {}
+    for (dtype, shape, start, end), name in entries:
+        if start != end_of_last:
+            what = "overlaps the tensor before it" if start < end_of_last else "leaves a gap before it"
+            raise EncoderInitError(f"{path}: tensor {name!r} (bytes {start}-{end}) {what}: tensors must tile "
+                                   "the body exactly")
+        if end > len(body):
             raise EncoderInitError(f"{path}: tensor {name!r} lies outside the file")
+        end_of_last = end
+        itemsize = 2 if dtype == "BF16" else np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if count * itemsize != end - start:
+            raise EncoderInitError(f"{path}: tensor {name!r} holds {end - start} bytes, its shape {shape} and "
+                                   f"dtype {dtype} need {count * itemsize}")
         raw = body[start:end]
         if dtype == "BF16":
             arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        elif dtype in SAFETENSORS_DTYPES:
-            arr = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[dtype])
         else:
-            raise EncoderInitError(f"{path}: tensor {name!r} has unsupported dtype {dtype}")
-        if arr.size != int(np.prod(shape)):
-            raise EncoderInitError(f"{path}: tensor {name!r} holds {arr.size} values, its shape says {shape}")
+            arr = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[dtype])
         out[name] = torch.from_numpy(arr.reshape(shape).copy())
+    if end_of_last != len(body):
+        raise EncoderInitError(f"{path}: {len(body) - end_of_last} bytes after the last tensor belong to none")
     return out
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _entry(path: Path, name: str, info) -> tuple[str, list[int], int, int]:
+    """(dtype, shape, start, end) of one header entry, every type checked."""
+    if not isinstance(info, dict):
+        raise EncoderInitError(f"{path}: safetensors entry {name[:80]!r} is a {type(info).__name__}, not an object")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str):
+        raise EncoderInitError(f"{path}: tensor {name[:80]!r} has no dtype string")
+    if dtype != "BF16" and dtype not in SAFETENSORS_DTYPES:
+        raise EncoderInitError(f"{path}: tensor {name[:80]!r} has unsupported dtype {dtype[:20]!r}")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(_int(d) for d in shape):
+        raise EncoderInitError(f"{path}: tensor {name[:80]!r} shape is not a list of sizes")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_int(o) for o in offsets) \
+            or offsets[0] > offsets[1]:
+        raise EncoderInitError(f"{path}: tensor {name[:80]!r} data_offsets is not [start, end] in bytes")
+    return dtype, shape, offsets[0], offsets[1]
 
 
 def read_weights(path: str | Path) -> dict:

@@ -136,9 +136,14 @@ def _unquote(field: str) -> str:
     return field[1:-1].replace('""', '"')
 
 
-BINARY_MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image",
-                b"%PDF": "a PDF", b"PK\x03\x04": "a zip archive", b"\x1f\x8b": "a gzip file",
-                b"BM": None, b"\x7fELF": "an executable"}
+BINARY_NAMES = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image",
+                b"%PDF": "a PDF", b"PK\x03\x04": "a zip archive", b"\x1f\x8b": "a gzip file", b"BM": "a BMP image",
+                b"II*\x00": "a TIFF image", b"MM\x00*": "a TIFF image", b"\xfd7zXZ\x00": "an xz file",
+                b"\x7fELF": "an executable"}
+"""Names for the message only: whether a file is text is decided by its content (refuse_binary)."""
+MAX_INVALID = 0.3
+"""Share of the head that may be invalid UTF-8 in a text corpus (a Latin-1 file has a few accents;
+an image's pixel bytes are nearly all invalid)."""
 
 
 class NotACorpus(ValueError):
@@ -146,15 +151,25 @@ class NotACorpus(ValueError):
 
 
 def refuse_binary(stream: BinaryIO, display: str) -> None:
-    """Raise NotACorpus if the stream starts like a binary file: a known magic number or NUL bytes."""
+    """Raise NotACorpus if the first 4 KB are not text, judged by content, whatever format it is:
+    NUL bytes (more than a stray one), control bytes over 10%, or invalid UTF-8 over MAX_INVALID."""
     head = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
-    for magic, what in BINARY_MAGIC.items():
-        if what and head.startswith(magic):
-            raise NotACorpus(f"{display}: {what}, not a corpus of LaTeX lines")
+    if not head:
+        return
+    nul = head.count(0)
     control = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13))
-    if head and control > 0.1 * len(head):  # a stray control byte is one bad line; this many is not text
-        raise NotACorpus(f"{display}: binary data ({control} control bytes in the first {len(head)}), "
-                         f"not a corpus of LaTeX lines")
+    # a multi-byte character cut at the end of the head is not an error
+    invalid = head.decode("utf-8", "replace").count("\ufffd") - head.decode("utf-8", "ignore").count("\ufffd")
+    end = head[-3:].decode("utf-8", "replace").count("\ufffd")
+    invalid = max(0, invalid - (end if len(head) == 4096 else 0))
+    why = (f"{nul} NUL bytes" if nul > 1 and nul >= 0.005 * len(head) else
+           f"{control} control bytes" if control > 0.1 * len(head) else
+           f"{invalid} bytes of invalid UTF-8" if invalid > MAX_INVALID * len(head) else None)
+    if why is None:
+        return
+    what = next((name for magic, name in BINARY_NAMES.items() if head.startswith(magic)), None)
+    raise NotACorpus(f"{display}: binary data ({why} in the first {len(head)}"
+                     + (f"; it starts like {what}" if what else "") + "), not a corpus of LaTeX lines")
 
 
 def open_source(name: str) -> tuple[BinaryIO, str]:

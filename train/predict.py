@@ -20,24 +20,25 @@ from pathlib import Path
 
 import torch
 
-from datasets_prep.canvas import draw_ink, fit_image
+from datasets_prep.canvas import draw_ink, fit_image_noted
 from datasets_prep.image_intake import ImageError
+from datasets_prep.local_files import MAX_BYTES, FileRefused, read_capped
 from datasets_prep.readers import InkError, read_inkml
 from datasets_prep.sources import target_label
 from datasets_prep.render_spec import RenderSpec
 from model import CheckpointError, DecodeSpec, load
-
-MAX_INKML_BYTES = 64 * 1024 * 1024
 
 
 def load_input(path: Path, render: RenderSpec, binarize: bool = False) -> tuple[torch.Tensor, str | None]:
     """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause.
 
     `render` is the checkpoint's RenderSpec, so an InkML file is drawn and an image fitted exactly as
-    the training shards were."""
-    if path.stat().st_size > MAX_INKML_BYTES and path.suffix.lower() == ".inkml":
-        raise ValueError(f"InkML file larger than {MAX_INKML_BYTES >> 20} MB")
-    data = path.read_bytes()
+    the training shards were. The file passes the converter's checks first: a regular file (no FIFO,
+    no device) of at most its byte cap."""
+    try:
+        data = read_capped(path, MAX_BYTES)
+    except FileRefused as exc:
+        raise ValueError(str(exc)) from None
     if path.suffix.lower() == ".inkml":
         try:
             ink = read_inkml(data, str(path))
@@ -54,7 +55,10 @@ def load_input(path: Path, render: RenderSpec, binarize: bool = False) -> tuple[
                 continue
         return torch.from_numpy(draw_ink(render, ink))[None], reference
     try:
-        return torch.from_numpy(fit_image(render, data, binarize))[None], None
+        image, notes = fit_image_noted(render, data, binarize)
+        for note in notes:
+            print(f"{path}: note: {note}", file=sys.stderr)
+        return torch.from_numpy(image)[None], None
     except ImageError as exc:
         raise ValueError(str(exc)) from None
 

@@ -8,7 +8,6 @@ The worker (datasets_prep/worker.py) never asks which dataset it is converting: 
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import numpy as np
 
 from ..archive import ARCHIVE_SUFFIXES
 from ..ink import Ink
+from ..local_files import FileRefused, read_capped, walk_files
 from ..readers import InkError
 
 SPLIT_ORDER = ("train", "valid", "val", "dev", "test", "synthetic", "symbols")
@@ -86,42 +86,36 @@ def rel(p: Path, base: Path) -> str:
 
 
 def walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | InkError]:
-    """Every file under root ending in one of `suffixes` (any case), sorted by relative path;
-    symlinked folders are not followed.
+    """Every file under root ending in one of `suffixes` (any case), sorted by relative path, under
+    the one link policy of datasets_prep/local_files.py (links that stay inside the input are
+    followed, links that leave it are refused).
 
-    Everything else that would otherwise vanish is accounted for as an InkError: a symbolic link to a
-    file is not followed (archives refuse links too), and an archive inside a folder is not opened
-    (give it as an input of its own)."""
-    found = []
-    base = len(str(root)) + 1
-    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
-        for f in filenames:
-            full = os.path.join(dirpath, f)
-            if f.lower().endswith((*suffixes, *ARCHIVE_SUFFIXES)):
-                found.append((full[base:].replace(os.sep, "/"), full))
-    found.sort()
-    for rel_name, full in found:
-        if os.path.islink(full):
-            yield InkError(full, "read", "symbolic link: links are not followed (as in archives)", "symlink")
-        elif not rel_name.lower().endswith(suffixes):
-            yield InkError(full, "read", "an archive inside a folder input is not opened; pass it as an "
-                                         "--input of its own", "nested-archive")
+    Everything else that would otherwise vanish is accounted for as an InkError: a refused link (of
+    any name: a linked folder holds files too), a FIFO/device/socket with a wanted name, and an
+    archive inside a folder, which is not opened (give it as an input of its own)."""
+    for rel_name, full, bad in walk_files(root):
+        low = rel_name.lower()
+        wanted = low.endswith(suffixes)
+        if bad is not None:
+            if wanted or low.endswith(ARCHIVE_SUFFIXES) or bad.kind in ("link-outside", "link-loop", "unreadable"):
+                yield InkError(full, "read", str(bad), bad.kind)
+        elif not wanted:
+            if low.endswith(ARCHIVE_SUFFIXES):
+                yield InkError(full, "read", "an archive inside a folder input is not opened; pass it as an "
+                                             "--input of its own", "nested-archive")
         else:
             yield Path(full)
 
 
 def read_bytes(item: Item, max_bytes: int) -> bytes:
-    """The item's bytes: in memory already, or read from its file with the size checked first."""
+    """The item's bytes: in memory already, or read from its file after the file-type and size checks
+    (datasets_prep/local_files.py: a FIFO or a device is refused, never opened for reading)."""
     if item.data is not None:
         return item.data
     try:
-        with open(item.file, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > max_bytes:
-                raise InkError(item.path, "read", f"file is {size} bytes, over the limit of {max_bytes}", "too-large")
-            return f.read()
-    except OSError as e:
-        raise InkError(item.path, "read", f"cannot read: {e.strerror or e}", "unreadable") from None
+        return read_capped(item.file, max_bytes)
+    except FileRefused as e:
+        raise InkError(item.path, "read", str(e), e.kind) from None
 
 
 def single_file(path: Path, ctx: Context) -> Iterator[Item]:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from ..archive import is_archive, iter_members
+from ..local_files import FileRefused, read_capped
 from ..readers import InkError, read_inkml
 from ..symlg import SymLGError, to_latex
 from .base import Context, Item, Sample, read_bytes, rel, split_name, walk
@@ -51,12 +52,16 @@ def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:
         listing = [(p if isinstance(p, InkError) else (rel(p, path.parent), p))
                    for p in walk(path, (".inkml", ".lg") + IMAGE_SUFFIXES)]
         lgs = {}
+        files = []
         for entry in listing:
-            if not isinstance(entry, InkError):
-                k = _key(entry[0], default)
-                if k and k[0] == "lg":
-                    lgs[k[1:]] = (entry[0], entry[1].read_bytes())
-        files = [(e if isinstance(e, InkError) else (e[0], {"file": str(e[1])})) for e in listing]
+            k = None if isinstance(entry, InkError) else _key(entry[0], default)
+            if k and k[0] == "lg":
+                try:  # the same type and size checks as every other file (--max-file-mb)
+                    lgs[k[1:]] = (entry[0], read_capped(entry[1], ctx.max_bytes))
+                except FileRefused as e:
+                    files.append(InkError(entry[0], "read", str(e), e.kind))
+                continue
+            files.append(entry if isinstance(entry, InkError) else (entry[0], {"file": str(entry[1])}))
     elif is_archive(path):
         lgs = {}
         for m in iter_members(path, ctx.max_bytes, None, lambda name: name.lower().endswith(".lg")):
@@ -122,7 +127,8 @@ def load(item: Item, opts) -> Sample:
         latex = to_latex(item.label, where)
     except SymLGError as e:
         raise InkError(where, "label", str(e), "bad-symlg") from None
-    return Sample(latex, item.label, {"name": item.name or "", "label_at": where}, pixels=pixels(item, opts))
+    ann = {"name": item.name or "", "label_at": where}
+    return Sample(latex, item.label, ann, pixels=pixels(item, opts, ann))
 
 
 def _check(symlg_text: str, truth: str, where: str) -> dict:

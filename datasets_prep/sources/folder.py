@@ -1,7 +1,7 @@
 """Any folder (or archive) of images with a label file: the catch-all image source.
 
-Label files, anywhere in the input: `*.tsv` or `*.txt` (`name<TAB or space>latex`; README/LICENSE
-files are not labels) and `*.jsonl` (Hugging Face imagefolder's `metadata.jsonl`: {"file_name": ...,
+Label files, anywhere in the input: `*.tsv` (`name<TAB>latex`: the name may hold spaces) or `*.txt`
+(`name<TAB or space>latex`; README/LICENSE files are not labels) and `*.jsonl` (Hugging Face imagefolder's `metadata.jsonl`: {"file_name": ...,
 "text" or "latex": ...}). A label names an image by its path relative to the label file's folder, with
 or without its extension. A label file called labels/metadata/caption(s)/gt belongs to the split named
 after its folder (the input's name at the top); any other label file names its split (`test.tsv`).
@@ -23,7 +23,8 @@ GENERIC = {"labels", "label", "metadata", "caption", "captions", "gt", "ground_t
 
 
 def _read(data: bytes, where: str):
-    return jsonl_lines(data, where) if where.lower().endswith(".jsonl") else caption_lines(data, where)
+    low = where.lower()
+    return jsonl_lines(data, where) if low.endswith(".jsonl") else caption_lines(data, where, tab=low.endswith(".tsv"))
 
 
 def items(path: Path, ctx: Context) -> Iterator[Item | InkError]:

@@ -13,7 +13,8 @@ from pathlib import Path, PurePosixPath
 
 from ..archive import Member, is_archive, iter_members
 from ..ink import Ink
-from ..readers import InkError, read_inkml
+from ..local_files import FileRefused, read_capped
+from ..readers import MAX_BYTES, InkError, read_inkml
 from .base import Context, Item, Sample, read_bytes, rel, single_file, split_name, walk
 
 KIND = "ink"
@@ -81,14 +82,14 @@ def _tree(root: Path, ctx: Context) -> Iterator[Item | InkError]:
                 yield p if isinstance(p, InkError) else Item(ctx.split_override or split, rel(p, root), file=str(p))
         elif split == "symbols" and (root / SYMBOLS_JSONL).is_file():
             yield from _symbols_from_jsonl(root / SYMBOLS_JSONL, SYMBOLS_JSONL,
-                                           lambda sid: _read_or_none(root / "train" / f"{sid}.inkml"),
+                                           lambda sid: _read_or_none(root / "train" / f"{sid}.inkml", root),
                                            ctx.split_override or "symbols")
 
 
-def _read_or_none(p: Path) -> bytes | None:
+def _read_or_none(p: Path, root: Path) -> bytes | None:
     try:
-        return p.read_bytes()
-    except OSError:
+        return read_capped(p, MAX_BYTES, root)
+    except FileRefused:
         return None
 
 
@@ -117,9 +118,9 @@ def symbols_records(data: bytes, where: str) -> Iterator[tuple[int, dict] | InkE
 
 def _symbols_from_jsonl(path: Path, where: str, ink_bytes, split: str) -> Iterator[Item | InkError]:
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        yield InkError(where, "read", f"cannot read: {e}", "unreadable")
+        data = read_capped(path, MAX_BYTES, path.parent)
+    except FileRefused as e:
+        yield InkError(where, "read", f"not read: {e}", e.kind)
         return
     for got in symbols_records(data, where):
         if isinstance(got, InkError):

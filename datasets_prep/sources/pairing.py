@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..archive import is_archive, iter_members
+from ..local_files import FileRefused, excerpt, read_capped
 from ..readers import InkError
 from .base import Context, Item, rel, walk
 
@@ -33,12 +34,13 @@ class Layout:
     describe: str = "a label file"                       # what a user should have given, for errors
 
 
-def caption_lines(data: bytes, where: str, strip: bool = True) -> Iterator[LabelRecord | InkError]:
+def caption_lines(data: bytes, where: str, strip: bool = True, tab: bool = False) -> Iterator[LabelRecord | InkError]:
     """`name<whitespace>latex` per line, as WAP/BTTR/CoMER/TAMER captions and HME100K labels are
-    written; the name may carry its image extension (`train_0.jpg`), which is dropped with `strip`."""
+    written; the name may carry its image extension (`train_0.jpg`), which is dropped with `strip`.
+    With `tab` (a `.tsv` file) the name ends at the first TAB only, so `a b.png<TAB>x` names `a b.png`."""
     from tokenizer.corpus import Skipped, read_corpus
 
-    for rec in read_corpus(io.BytesIO(data), where, fmt="caption"):
+    for rec in read_corpus(io.BytesIO(data), where, fmt="tsv" if tab else "caption"):
         if isinstance(rec, Skipped):
             yield InkError(f"{where}:{rec.lineno}", "label", f"label line skipped ({rec.reason}): {rec.detail}",
                            f"label-{rec.reason}")
@@ -105,8 +107,8 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
             continue
         try:
             data = read()
-        except OSError as e:
-            yield InkError(name, "read", f"cannot read label file: {e.strerror or e}", "unreadable")
+        except FileRefused as e:
+            yield InkError(name, "read", f"label file not read: {e}", e.kind)
             continue
         for rec in layout.read_labels(data, name):
             if isinstance(rec, InkError):
@@ -114,7 +116,7 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
                 continue
             key, label, where = (split, rec[0]), rec[1], rec[2]
             if key in labels:
-                yield InkError(where, "label", f"name {rec[0]!r} already labelled at {labels[key][1]}",
+                yield InkError(where, "label", f"name '{excerpt(rec[0])}' already labelled at {labels[key][1]}",
                                "duplicate-name")
                 continue
             labels[key] = (label, where)
@@ -147,13 +149,11 @@ def pair(path: Path, layout: Layout, ctx: Context) -> Iterator[Item | InkError]:
         yield Item(split, name, label=labels[key][0], name=got[1], label_at=labels[key][1], **where)
     for key, (label, where) in labels.items():
         if key not in used:
-            yield InkError(where, "read", f"the image for {key[1]!r} (split {key[0]!r}) is missing", "missing-image")
+            yield InkError(where, "read", f"the image for '{excerpt(key[1])}' (split {key[0]!r}) is missing", "missing-image")
 
 
 def _read_capped(p: Path, max_bytes: int) -> bytes:
-    if p.stat().st_size > max_bytes:
-        raise OSError(f"label file is {p.stat().st_size} bytes, over the limit of {max_bytes} (--max-file-mb)")
-    return p.read_bytes()
+    return read_capped(p, max_bytes)
 
 
 def _members(path: Path, ctx: Context) -> Iterator[tuple[str, dict | InkError]]:

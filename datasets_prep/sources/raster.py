@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from ..image_intake import ImageError, decode, to_gray_on_white
+from ..image_intake import ImageError, decode_noted, to_gray_on_white
+from ..captions import from_caption
 from ..readers import InkError
 from .base import Item, Sample, read_bytes
 
@@ -21,20 +22,25 @@ KIND = "image"
 def label(raw: str | None, path: str) -> tuple[str, str]:
     if raw is None or not raw.strip():
         raise InkError(path, "label", "empty label", "no-label")
-    return " ".join(raw.split()), raw
+    return from_caption(raw), raw
 
 
 def load(item: Item, opts) -> Sample:
     latex, raw = label(item.label, item.path)
-    return Sample(latex, raw, {"name": item.name or "", "label_at": item.label_at or ""}, pixels=pixels(item, opts))
+    ann = {"name": item.name or "", "label_at": item.label_at or ""}
+    return Sample(latex, raw, ann, pixels=pixels(item, opts, ann))
 
 
-def pixels(item: Item, opts) -> np.ndarray:
-    """The item's image as gray float32 [H, W], 1 = white; InkError(stage="image") if unusable."""
+def pixels(item: Item, opts, annotations: dict | None = None) -> np.ndarray:
+    """The item's image as gray float32 [H, W], 1 = white; InkError(stage="image") if unusable.
+    What decoding left out (GIF/TIFF frames after the first) goes to `annotations["note"]`."""
     try:
         if item.pixels is not None:
             return gray_from_array(item.pixels)
-        return to_gray_on_white(decode(read_bytes(item, opts.max_bytes)))
+        im, notes = decode_noted(read_bytes(item, opts.max_bytes))
+        if notes and annotations is not None:
+            annotations["note"] = "; ".join(notes)
+        return to_gray_on_white(im)
     except ImageError as e:
         raise InkError(item.path, "image", str(e), "bad-image") from None
 
