@@ -10,11 +10,13 @@ from tokenizer.label_spec import LabelSpec
 from .ar_baseline import ARRecognizer
 from .errors import RecognizerConfigError
 from .gryphone import GryphOne
+from .hvt import HVT
 from .recognizer import Recognizer, RecognizerConfig
 
 RECOGNIZERS: dict[str, type[Recognizer]] = {
     "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone.py)
     "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar_baseline.py)
+    "hvt": HVT,                  # ResNet + ViT encoder, coverage-attention LSTM decoder (model/hvt.py)
 }
 
 POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")
