@@ -37,7 +37,7 @@ blocks) in 4 stages; the split, the widths and the decoder sizes are our choice 
 @dataclass
 class HVTConfig(RecognizerConfig):
     kind: str = "hvt"
-    res_channels: tuple[int, ...] = (32, 64, 128, 128)     # per ResNet stage
+    res_channels: tuple[int, ...] = (16, 32, 64, 128)      # per ResNet stage
     res_blocks: tuple[int, ...] = (1, 1, 1, 1)             # basic blocks per stage (2 convolutions each)
     res_strides: tuple[Stride, ...] = ((1, 1), (2, 2), (2, 2), (2, 1))  # (row, column) per stage
     res_stem_stride: Stride = (2, 2)
