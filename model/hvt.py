@@ -23,9 +23,7 @@ from .coverage_decoder import CoverageLSTMDecoder, Memory, State, beam_search, g
 from .errors import RecognizerConfigError
 from .layers import EncoderBlock, sincos_1d, sincos_2d
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from .resnet import ResNet
-
-Stride = tuple[int, int]
+from .resnet import ResNet, Stride
 
 HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
                  res_strides=((1, 1), (2, 2), (2, 1), (2, 1)), enc_dim=256, enc_depth=6, enc_heads=8,

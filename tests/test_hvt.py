@@ -78,7 +78,7 @@ def test_coverage_is_the_sum_of_past_attention():
         memory, state = m.start(torch.rand(3, 1, 32, 64))
         assert torch.equal(state.coverage, torch.zeros_like(state.coverage))
         tokens, maps = torch.full((3,), 1), []
-        for k in range(1, 5):
+        for _ in range(4):
             logits, state, alpha = m.decoder.step(tokens, state, memory)
             maps.append(alpha)
             torch.testing.assert_close(state.coverage, torch.stack(maps).sum(0))
