@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 import model
 from datasets_prep.render_spec import RenderSpec
@@ -164,6 +166,17 @@ def test_flops_count_every_convolution():
     assert grid == (4, 32) and conv == pytest.approx(sum(counted))
     assert m.flops_per_image(train=True) == pytest.approx(3 * m.flops_per_image(train=False))
     assert m.flops_per_image(False) > conv
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(coverage=False, pos_2d=False),
+                                dict(enc_dim=64, enc_heads=4, dec_dim=96, attn_dim=64, cov_kernel=5, cov_channels=8)])
+def test_flops_per_image_agrees_with_torch_s_flop_counter(kw):
+    """The MFU formula against torch's count of one teacher-forced forward over a full-length label."""
+    m = tiny((64, 128), max_len=20, **kw)
+    batch = {"tokens": torch.randint(4, len(m.labels.vocab.tokens), (1, 20))}
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        m.loss(torch.rand(1, 1, 64, 128), batch, torch.Generator())
+    assert m.flops_per_image(train=True) / 3 == pytest.approx(counter.get_total_flops(), rel=1e-3)
 
 
 def test_overfits_four_images_and_reads_them():
