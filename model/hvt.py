@@ -26,7 +26,7 @@ from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from .resnet import ResNet, Stride
 
 HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
-                 res_strides=((1, 1), (2, 2), (2, 1), (2, 1)), enc_dim=256, enc_depth=6, enc_heads=8,
+                 res_strides=(1, 1, 2, 2, 2, 1, 2, 1), enc_dim=256, enc_depth=6, enc_heads=8,
                  dec_dim=512, emb_dim=256, attn_dim=512, cov_kernel=11, cov_channels=256)
 """A paper-sized setting (`model.*` overrides): a 32-layer ResNet (2 stem convolutions + 15 basic
 blocks) in 4 stages; the split, the widths and the decoder sizes are our choice (docs/model.md)."""
@@ -37,7 +37,7 @@ class HVTConfig(RecognizerConfig):
     kind: str = "hvt"
     res_channels: tuple[int, ...] = (16, 32, 64, 128)      # per ResNet stage
     res_blocks: tuple[int, ...] = (1, 1, 1, 1)             # basic blocks per stage (2 convolutions each)
-    res_strides: tuple[Stride, ...] = ((1, 1), (2, 2), (2, 2), (2, 1))  # (row, column) per stage
+    res_strides: tuple[int, ...] = (1, 1, 2, 2, 2, 2, 2, 1)  # (row, col) per stage, flat: 1x1,2x2,2x2,2x1
     res_stem_stride: Stride = (2, 2)
     enc_dim: int = 128
     enc_depth: int = 2
@@ -53,13 +53,20 @@ class HVTConfig(RecognizerConfig):
     cov_penalty: float = 0.0            # weight of the re-attention penalty (coverage_decoder.coverage_penalty)
 
     def __post_init__(self) -> None:
-        """Stored configs come back as lists (JSON, checkpoints): keep tuples so configs compare equal."""
+        """Stored configs come back as lists (JSON, checkpoints): keep tuples so configs compare equal.
+        Strides are kept flat (the command line's `model.res_strides=1x1,2x2,...` reads that way);
+        (row, col) pairs are flattened."""
         try:
             self.res_channels, self.res_blocks = tuple(self.res_channels), tuple(self.res_blocks)
-            self.res_strides = tuple(tuple(s) for s in self.res_strides)
+            pairs = (s if isinstance(s, (list, tuple)) else (s,) for s in self.res_strides)
+            self.res_strides = tuple(v for pair in pairs for v in pair)
             self.res_stem_stride = tuple(self.res_stem_stride)
         except TypeError:
             pass  # HVT's validation names the bad value
+
+    def stage_strides(self) -> tuple[Stride, ...]:
+        """res_strides as one (row, col) pair per stage."""
+        return tuple(zip(self.res_strides[::2], self.res_strides[1::2]))
 
     @property
     def dec_heads(self) -> int:
@@ -78,8 +85,7 @@ def validate_hvt(cfg: HVTConfig) -> None:
     checks = [
         (stages >= 1 and _positive_ints(cfg.res_channels), "res_channels must be positive integers, one per stage"),
         (_positive_ints(cfg.res_blocks, stages), "res_blocks must be positive integers, one per res_channels stage"),
-        (isinstance(cfg.res_strides, tuple) and len(cfg.res_strides) == stages
-         and all(_positive_ints(s, 2) for s in cfg.res_strides), "res_strides must be one (row, col) pair per stage"),
+        (_positive_ints(cfg.res_strides, 2 * stages), "res_strides must be one (row, col) pair per stage"),
         (_positive_ints(cfg.res_stem_stride, 2), "res_stem_stride must be a (row, col) pair"),
         (_positive_ints((cfg.emb_dim, cfg.attn_dim, cfg.cov_kernel, cfg.cov_channels)),
          "emb_dim, attn_dim, cov_kernel and cov_channels must be positive integers"),
@@ -104,7 +110,7 @@ class HVTEncoder(nn.Module):
 
     def __init__(self, cfg: HVTConfig, canvas: tuple[int, int]):
         super().__init__()
-        self.backbone = ResNet(cfg.res_channels, cfg.res_blocks, cfg.res_strides, cfg.res_stem_stride)
+        self.backbone = ResNet(cfg.res_channels, cfg.res_blocks, cfg.stage_strides(), cfg.res_stem_stride)
         self.grid = self.backbone.grid(canvas)
         self.proj = nn.Linear(self.backbone.out_channels, cfg.enc_dim)   # 1x1 patches of the feature map
         self.cls = nn.Parameter(torch.randn(1, 1, cfg.enc_dim) * 0.02)
