@@ -22,6 +22,7 @@ from model.layers import sincos_1d
 from model.recognizer import DecodeSpec
 from model.registry import config_from_dict
 from tokenizer.label_spec import LabelSpec
+from train.config import apply_overrides, preset
 
 LABELS = ["x^2", "a+b", "\\frac{1}{y}", "z_3"]
 
@@ -143,6 +144,14 @@ def test_state_dict_and_checkpoint_round_trip(tmp_path):
         assert isinstance(copy, HVT)
         torch.testing.assert_close(copy.encoder(images), m.encoder(images))
         assert torch.equal(copy.decode_ids(images, DecodeSpec("greedy")), m.decode_ids(images, DecodeSpec("greedy")))
+
+
+def test_command_line_overrides():
+    cfg = apply_overrides(preset("micro"), ["model.kind=hvt", "model.res_strides=1x1,2x2,2x1,2x1",
+                                            "model.res_channels=8,16,16,16", "model.cls_init=false"]).model
+    assert isinstance(cfg, HVTConfig) and cfg.stage_strides() == ((1, 1), (2, 2), (2, 1), (2, 1))
+    assert cfg.res_channels == (8, 16, 16, 16) and not cfg.cls_init
+    assert model.build(cfg, RenderSpec((32, 64)), LabelSpec.build("token", LABELS)).encoder.grid == (2, 16)
 
 
 def test_bad_settings_are_named():
