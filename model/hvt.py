@@ -29,7 +29,8 @@ HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
                  res_strides=(1, 1, 2, 2, 2, 1, 2, 1), enc_dim=256, enc_depth=6, enc_heads=8,
                  dec_dim=512, emb_dim=256, attn_dim=512, cov_kernel=11, cov_channels=256)
 """A paper-sized setting (`model.*` overrides): a 32-layer ResNet (2 stem convolutions + 15 basic
-blocks) in 4 stages; the split, the widths and the decoder sizes are our choice (docs/model.md)."""
+blocks) in 4 stages; the split, the widths and the decoder sizes are not in the paper and chosen here
+(docs/model.md)."""
 
 
 @dataclass
