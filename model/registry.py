@@ -10,6 +10,7 @@ from tokenizer.label_spec import LabelSpec
 from .ar_baseline import ARRecognizer
 from .errors import RecognizerConfigError
 from .gryphone import GryphOne
+from .hvt import HVT
 from .posformer import PosFormer
 from .recognizer import Recognizer, RecognizerConfig
 
@@ -17,6 +18,7 @@ RECOGNIZERS: dict[str, type[Recognizer]] = {
     "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone.py)
     "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar_baseline.py)
     "posformer": PosFormer,      # PosFormer: DenseNet or ViT + coverage-corrected decoder (model/posformer.py)
+    "hvt": HVT,                  # ResNet + ViT encoder, coverage-attention LSTM decoder (model/hvt.py)
 }
 
 POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")
@@ -72,7 +74,7 @@ def validate_config(cfg: RecognizerConfig) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise RecognizerConfigError(f"model.{name} must be a positive integer, got {value!r}")
     for dim, heads in (("enc_dim", "enc_heads"), ("dec_dim", "dec_heads")):
-        if hasattr(cfg, dim) and getattr(cfg, dim) % getattr(cfg, heads):
+        if hasattr(cfg, dim) and hasattr(cfg, heads) and getattr(cfg, dim) % getattr(cfg, heads):
             raise RecognizerConfigError(f"model.{dim}={getattr(cfg, dim)} is not a multiple of "
                                         f"model.{heads}={getattr(cfg, heads)}")
     if not 0 <= cfg.dropout < 1:

@@ -431,7 +431,7 @@ def test_checkpoint_refusals_say_what_the_file_is_and_never_advise_unsafe_loadin
     import torch
 
     from conftest import Payload
-    from train.checkpoint import CheckpointError, load_checkpoint
+    from model.checkpoint import CheckpointError, load_checkpoint
 
     text = tmp_path / "notes.pt"
     text.write_bytes(b"not a checkpoint")

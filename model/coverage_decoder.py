@@ -1,0 +1,200 @@
+"""A unidirectional LSTM decoder with coverage attention (WAP / DWAP style) over an encoder's grid.
+
+Each step reads the previous token and the previous context (input feeding), updates the LSTM, then
+attends over the memory with an additive score that also sees the *coverage*: the sum of every earlier
+attention map, passed through a 2D convolution over the memory's grid. A region already read scores
+differently from one not yet read, which is what curbs reading a symbol twice (over-parsing) or
+never (under-parsing). The convolution is 2D because the memory is a 2D feature grid: a symbol spans
+rows and columns, and a 1D convolution over the flattened grid would join the end of one row to the
+start of the next and keep vertical neighbours a whole row apart.
+
+Greedy decoding is batched; beam search runs one image at a time, WAP style: a hypothesis that emits
+EOS leaves the beam and the beam shrinks by one, so a beam of width 1 is greedy decoding.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tokenizer.vocab import TokenVocab
+
+PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
+
+
+class Memory(NamedTuple):
+    """What attention reads, computed once per image: the memory [B, N, D] and its keys [B, N, A]."""
+
+    values: torch.Tensor
+    keys: torch.Tensor
+
+    def expand(self, k: int) -> "Memory":
+        """One image's memory shared by k hypotheses (a view, no copy)."""
+        return Memory(self.values.expand(k, -1, -1), self.keys.expand(k, -1, -1))
+
+
+class State(NamedTuple):
+    """The decoder's state between steps: LSTM (h, c) [B, H], last context [B, D], coverage [B, N]."""
+
+    h: torch.Tensor
+    c: torch.Tensor
+    context: torch.Tensor
+    coverage: torch.Tensor
+
+    def select(self, index: torch.Tensor) -> "State":
+        return State(*(t[index] for t in self))
+
+
+class CoverageAttention(nn.Module):
+    """score_i = v . tanh(W q + U m_i + V conv(coverage)_i); coverage off drops the last term."""
+
+    def __init__(self, query_dim: int, mem_dim: int, attn_dim: int, grid: tuple[int, int], kernel: int,
+                 channels: int, coverage: bool):
+        super().__init__()
+        self.grid = grid
+        self.query = nn.Linear(query_dim, attn_dim)
+        self.key = nn.Linear(mem_dim, attn_dim, bias=False)
+        self.cov_conv = nn.Conv2d(1, channels, kernel, padding=kernel // 2) if coverage else None
+        self.cov_proj = nn.Linear(channels, attn_dim, bias=False) if coverage else None
+        self.score = nn.Linear(attn_dim, 1)
+
+    def forward(self, query: torch.Tensor, memory: Memory, coverage: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(context [B, D], attention [B, N]) for queries [B, Q] and the coverage so far [B, N]."""
+        e = self.query(query)[:, None] + memory.keys
+        if self.cov_conv is not None:
+            feats = self.cov_conv(coverage.view(-1, 1, *self.grid)).flatten(2).transpose(1, 2)
+            e = e + self.cov_proj(feats)
+        alpha = self.score(torch.tanh(e)).squeeze(-1).float().softmax(-1).to(memory.values.dtype)
+        return torch.bmm(alpha[:, None], memory.values).squeeze(1), alpha
+
+
+class CoverageLSTMDecoder(nn.Module):
+    def __init__(self, num_tokens: int, emb_dim: int, dec_dim: int, mem_dim: int, attn_dim: int,
+                 grid: tuple[int, int], cov_kernel: int, cov_channels: int, coverage: bool, dropout: float):
+        super().__init__()
+        self.dec_dim, self.grid = dec_dim, grid
+        self.embed = nn.Embedding(num_tokens, emb_dim)
+        self.cell = nn.LSTMCell(emb_dim + mem_dim, dec_dim)
+        self.attn = CoverageAttention(dec_dim, mem_dim, attn_dim, grid, cov_kernel, cov_channels, coverage)
+        self.init = nn.Sequential(nn.Linear(mem_dim, dec_dim), nn.Tanh(), nn.Linear(dec_dim, 2 * dec_dim))
+        self.out_h, self.out_c = nn.Linear(dec_dim, emb_dim), nn.Linear(mem_dim, emb_dim, bias=False)
+        self.out_e = nn.Linear(emb_dim, emb_dim, bias=False)
+        self.head = nn.Linear(emb_dim, num_tokens)
+        self.drop = nn.Dropout(dropout)
+
+    def start(self, memory: torch.Tensor, summary: torch.Tensor) -> tuple[Memory, State]:
+        """Attention's memory and the first state: (h0, c0) an MLP of `summary` [B, D] (the [CLS]
+        output, or the mean memory), zero context and coverage."""
+        b, n, d = memory.shape
+        h0, c0 = self.init(summary).chunk(2, dim=-1)
+        zeros = memory.new_zeros
+        return Memory(memory, self.attn.key(memory)), State(torch.tanh(h0), c0, zeros(b, d), zeros(b, n))
+
+    def step(self, tokens: torch.Tensor, state: State, memory: Memory) -> tuple[torch.Tensor, State, torch.Tensor]:
+        """Previous tokens [B] -> (logits [B, V], new state, this step's attention [B, N])."""
+        e = self.drop(self.embed(tokens))
+        h, c = self.cell(torch.cat([e, state.context], -1), (state.h, state.c))
+        context, alpha = self.attn(h, memory, state.coverage)
+        out = torch.tanh(self.out_h(h) + self.out_c(context) + self.out_e(e))
+        return self.head(self.drop(out)), State(h, c, context, state.coverage + alpha), alpha
+
+    def teacher_forced(self, ids: torch.Tensor, state: State, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits [B, L-1, V] predicting ids[:, 1:], attention maps [B, L-1, N]) from ids [B, L]."""
+        logits, alphas = [], []
+        for t in range(ids.shape[1] - 1):
+            step_logits, state, alpha = self.step(ids[:, t], state, memory)
+            logits.append(step_logits), alphas.append(alpha)
+        return torch.stack(logits, 1), torch.stack(alphas, 1)
+
+    def flops(self, steps: int, memory: int, mem_dim: int, num_tokens: int) -> float:
+        """Forward FLOPs (2 per multiply-add) of `steps` decoding steps over `memory` positions,
+        including the keys computed once per image."""
+        h, e = self.dec_dim, self.embed.embedding_dim
+        a = self.attn.query.out_features
+        lstm = 2 * 4 * h * (e + mem_dim + h)
+        attn = 2 * h * a + 2 * memory * a + 2 * memory * mem_dim
+        conv = self.attn.cov_conv
+        if conv is not None:
+            k = conv.kernel_size[0] * conv.kernel_size[1]
+            attn += 2 * memory * conv.out_channels * (k + a)
+        out = 2 * e * (h + mem_dim + e) + 2 * e * num_tokens
+        once = 2 * memory * mem_dim * a + 2 * mem_dim * h + 2 * h * 2 * h
+        return float(steps * (lstm + attn + out) + once)
+
+
+def coverage_penalty(alphas: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Mean over valid steps of sum_i min(alpha_t,i, coverage_t-1,i) (See et al., 2017): attention
+    mass put again where earlier steps already looked. alphas [B, L, N], valid bool [B, L]."""
+    before = alphas.cumsum(1) - alphas
+    overlap = torch.minimum(alphas, before).sum(-1)
+    return (overlap * valid).sum() / valid.sum().clamp(min=1)
+
+
+def teacher_forced_loss(decoder: CoverageLSTMDecoder, memory: Memory, state: State, ids: torch.Tensor,
+                        cov_weight: float = 0.0) -> dict[str, torch.Tensor]:
+    """Next-token CE over ids [B, L] = BOS tokens EOS PAD... (PAD targets ignored), plus
+    `cov_weight` x coverage_penalty; columns past the longest label are skipped."""
+    ids = ids[:, : int((ids != PAD).sum(1).max())]
+    logits, alphas = decoder.teacher_forced(ids, state, memory)
+    target = ids[:, 1:].masked_fill(ids[:, 1:] == PAD, -100)
+    ce = F.cross_entropy(logits.float().transpose(1, 2), target, ignore_index=-100)
+    loss = ce
+    if cov_weight:
+        loss = ce + cov_weight * coverage_penalty(alphas.float(), target != -100)
+    return {"loss": loss, "ce": ce.detach()}
+
+
+@torch.no_grad()
+def greedy(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int) -> torch.Tensor:
+    """Batched greedy decoding: ids [B, <=max_len], BOS first, PAD after EOS."""
+    b, dev = memory.values.shape[0], memory.values.device
+    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
+    done = torch.zeros(b, dtype=torch.bool, device=dev)
+    for _ in range(max_len - 1):
+        logits, state, _ = decoder.step(out[:, -1], state, memory)
+        nxt = logits.argmax(-1).masked_fill(done, PAD)
+        out = torch.cat([out, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    return out
+
+
+@torch.no_grad()
+def beam_search(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int, beam: int,
+                length_penalty: float = 1.0) -> torch.Tensor:
+    """Beam search per image; the best finished hypothesis by log p / length**length_penalty."""
+    rows = [_beam_one(decoder, Memory(memory.values[i: i + 1], memory.keys[i: i + 1]),
+                      state.select(torch.tensor([i], device=memory.values.device)), max_len, beam, length_penalty)
+            for i in range(memory.values.shape[0])]
+    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long, device=memory.values.device)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+def _beam_one(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int, beam: int,
+              length_penalty: float) -> torch.Tensor:
+    dev = memory.values.device
+    seqs = torch.full((1, 1), BOS, dtype=torch.long, device=dev)
+    scores = torch.zeros(1, device=dev)
+    finished: list[tuple[float, torch.Tensor]] = []
+    for _ in range(max_len - 1):
+        logits, state, _ = decoder.step(seqs[:, -1], state, memory.expand(seqs.shape[0]))
+        logp = logits.float().log_softmax(-1)
+        vocab = logp.shape[1]
+        top, idx = (scores[:, None] + logp).view(-1).topk(min(beam - len(finished), logp.numel()))
+        src, tok = idx // vocab, idx % vocab
+        for s, i in zip(top[tok == EOS].tolist(), src[tok == EOS].tolist()):
+            seq = torch.cat([seqs[i], seqs.new_tensor([EOS])])
+            finished.append((s / (len(seq) - 1) ** length_penalty, seq))
+        keep = tok != EOS
+        if not keep.any():
+            break
+        seqs = torch.cat([seqs[src[keep]], tok[keep, None]], 1)
+        scores, state = top[keep], state.select(src[keep])
+    else:  # out of length: the open hypotheses compete as they are
+        finished += [(s / (seqs.shape[1] - 1) ** length_penalty, seq) for s, seq in zip(scores.tolist(), seqs)]
+    return max(finished, key=lambda f: f[0])[1]
