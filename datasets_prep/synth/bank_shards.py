@@ -39,6 +39,15 @@ def cache_key(bank_dir: Path, labels: Sequence[str] | None, count: int, size: tu
     return h.hexdigest()
 
 
+def _is_file(text: str) -> bool:
+    """Whether a string given as `exclude` names a label file (a label is never mistaken for one,
+    however long or strange)."""
+    try:
+        return "\n" not in text and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def bank_shards(bank_dir: str | os.PathLike, labels: Sequence[str] | str | os.PathLike | None, count: int,
                 out_dir: str | os.PathLike, size: tuple[int, int] = (224, 224), seed: int = 0, *,
                 split: str = "train", exclude: Sequence[str] | Sequence[os.PathLike] = (),
@@ -65,7 +74,7 @@ def bank_shards(bank_dir: str | os.PathLike, labels: Sequence[str] | str | os.Pa
         labels = [lab for _, lab in read_label_file(Path(labels))]
     ex_labels: list[str] = []
     for e in exclude:
-        if isinstance(e, os.PathLike) or (isinstance(e, str) and Path(e).is_file()):
+        if isinstance(e, os.PathLike) or (isinstance(e, str) and _is_file(e)):
             ex_labels += [lab for _, lab in read_label_file(Path(e))]
         else:
             ex_labels.append(str(e))
