@@ -10,17 +10,16 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from datasets_prep.synth import generate, random_label, synthesize
 from datasets_prep.synth.batch import sample_id
 
-inkml = pytest.importorskip("datasets_prep.inkml", reason="the InkML converter (datasets_prep.inkml) is not there")
-render = pytest.importorskip("datasets_prep.render")
-shards = pytest.importorskip("datasets_prep.shards")
-tokenizer = pytest.importorskip("tokenizer")
+import datasets_prep.inkml as inkml  # noqa: E402  (imported, never skipped: a broken import must fail)
+import datasets_prep.render as render  # noqa: E402
+import datasets_prep.shards as shards  # noqa: E402
+import tokenizer  # noqa: E402
 from PIL import Image  # noqa: E402
 
 

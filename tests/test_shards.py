@@ -93,7 +93,8 @@ def test_read_back_via_pyarrow_equals_a_fresh_conversion(converted, corpus):
 
 
 def test_read_back_via_datasets(converted):
-    datasets = pytest.importorskip("datasets")
+    import datasets
+
     out, _ = converted
     dd = datasets.load_from_disk(str(out))
     assert list(dd) == ["train"] and dd["train"].num_rows == 120

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from datasets_prep.readers import read_inkml
+from datasets_prep.sources import target_label
 from datasets_prep.synth import SynthError, generate, synthesize
 from datasets_prep.synth.__main__ import main
 from datasets_prep.synth.bboxes import GlyphBank, place_glyph, rebuild, rebuild_all
@@ -73,14 +75,13 @@ def test_mathwriting_roundtrip_is_exact_and_entities_escaped():
 
 
 def test_project_reader_reads_synthetic_files(tmp_path):
-    readers = pytest.importorskip("datasets_prep.readers")
     generate(4, tmp_path / "mw", seed=2)
     generate(4, tmp_path / "cr", seed=2, fmt="crohme")
     from tokenizer import detokenize, tokenize
     for fmt in ("mathwriting", "crohme"):
         for f in sorted((tmp_path / ("mw" if fmt == "mathwriting" else "cr") / "train").glob("*.inkml")):
-            ink = readers.read_inkml(f.read_bytes(), str(f))
-            latex, _ = readers.target_label(ink, fmt, str(f))
+            ink = read_inkml(f.read_bytes(), str(f))
+            latex, _ = target_label(ink, fmt, str(f))
             root = ET.parse(f).getroot()
             if fmt == "mathwriting":
                 assert latex == annotations(root)["normalizedLabel"]

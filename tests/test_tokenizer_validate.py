@@ -113,7 +113,6 @@ def test_validate_only_raises_latex_errors(tokens):
 
 def test_pylatexenc_agrees_on_brace_balance():
     """Cross-check with pylatexenc in strict mode: it also rejects what we call unbalanced braces."""
-    pytest.importorskip("pylatexenc")
     from pylatexenc.latexwalker import LatexWalker, LatexWalkerParseError
 
     def strict_ok(s: str) -> bool:
