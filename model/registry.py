@@ -61,11 +61,16 @@ def _dataclass_from_dict(cls: type, d: dict, where: str):
 
 def switch_kind(cfg: RecognizerConfig, kind: str) -> RecognizerConfig:
     """A config of another kind that keeps every setting the two kinds share (encoder, widths, window),
-    so `--config demo model.kind=ar` is the AR baseline on the demo's encoder."""
-    cls = recognizer_class(kind).config_class
-    names = {f.name for f in dataclasses.fields(cls)}
+    so `--config demo model.kind=ar` is the AR baseline on the demo's encoder. The window counts SAT
+    positions for GryphOne and LaTeX tokens (with BOS/EOS) for the others, about twice as many: it is
+    doubled (halved) on the way from one to the other."""
+    new = recognizer_class(kind)
+    names = {f.name for f in dataclasses.fields(new.config_class)}
     shared = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name in names and f.name != "kind"}
-    return cls(kind=kind, **shared)
+    old_labels = recognizer_class(cfg.kind).label_kind
+    if "max_len" in shared and old_labels != new.label_kind:
+        shared["max_len"] = shared["max_len"] * 2 if new.label_kind == "token" else max(2, shared["max_len"] // 2)
+    return new.config_class(kind=kind, **shared)
 
 
 def validate_config(cfg: RecognizerConfig) -> None:

@@ -136,7 +136,7 @@ def test_image_exact_match_with_the_print_renderer():
     assert image_exact_match(r"\mathrm { d } x", r"d x", render_print).match is False  # upright vs italic, as in TeX
     m = image_exact_match(r"x ^ { \dagger }", "x", render_print)
     assert m.match is None and "reference" in m.reason and "dagger" in m.reason
-    s = markup_scores([r"x ^ { 2 } + 1", "a"], [r"x ^ { 2 } + 1", "b"], images=True)
+    s = markup_scores([r"x ^ { 2 } + 1", "a"], [r"x ^ { 2 } + 1", "b"], images=True, render=render_print)
     assert s["image_exact_match"] == 0.5 and s["image_scored"] == 2
 
 

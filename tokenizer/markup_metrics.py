@@ -154,15 +154,11 @@ def image_exact_match(ref_latex: str, hyp_latex: str, render: Renderer) -> Image
     return ImageMatch(a.shape == b.shape and bool(np.array_equal(a, b)))
 
 
-def _default_renderer() -> Renderer:
-    from datasets_prep.synth.printed import render_print  # the project's print renderer (no TeX needed)
-    return render_print
-
-
 def markup_scores(refs: list[str], hyps: list[str], images: bool = False,
                   render: Renderer | None = None) -> dict[str, float]:
     """Every image-to-markup metric at once, for the eval table: MARKUP_KEYS, plus IMAGE_KEYS with
-    `images` (drawn by `render`, default the print renderer, datasets_prep.synth.printed).
+    `images` (drawn by `render`: train.eval passes the project's print renderer,
+    datasets_prep.synth.printed.render_print, which needs no TeX).
 
     image_exact_match is over the pairs whose reference can be drawn (image_scored of them); a
     hypothesis that cannot be drawn counts as a mismatch (as im2markup counts a prediction pdflatex
@@ -177,7 +173,9 @@ def markup_scores(refs: list[str], hyps: list[str], images: bool = False,
         "exact_match_nospace": exact_match(refs, hyps, ignore_spaces=True),
     }
     if images:
-        draw = render or _default_renderer()
+        if render is None:
+            raise ValueError("markup_scores(images=True) needs a renderer (e.g. datasets_prep.synth.printed.render_print)")
+        draw = render
         matched = scored = ref_bad = hyp_bad = 0
         for r, h in zip(refs, hyps):
             m = image_exact_match(r, h, draw)

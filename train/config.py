@@ -5,6 +5,7 @@ Presets (`--config NAME`):
   demo        the README demo: synthetic inks written by datasets_prep.synth, two stages, minutes on a CPU
   tiny        224x224, patch 16, width 128, 4+2 layers, length 150: a smoke run of the paper's canvas
   crohme-cpu  the CPU reference run on CROHME shards (two stages; evaluate on test2014/test2016)
+  posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
 Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0
@@ -19,6 +20,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from model import GryphOneConfig, LossConfig, RecognizerConfig
+from model.hvt import HVT_PAPER, HVTConfig
+from model.posformer import PosFormerConfig
 from model.registry import config_from_dict, config_keys, recognizer_class, switch_kind
 
 from .augment import AugmentConfig
@@ -62,6 +65,8 @@ class TrainConfig:
     synth: SynthConfig = field(default_factory=SynthConfig)
     extra_train: tuple[str, ...] = ()    # more split folders trained on with the train split (synth sets its own)
     batch_size: int = 32                 # global batch (split across DDP ranks)
+    optimizer: str = "adamw"             # adamw | sgd (momentum below; CoMER's and PosFormer's recipe)
+    momentum: float = 0.9
     lr: float = 1e-4
     weight_decay: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
@@ -83,6 +88,7 @@ class TrainConfig:
     eval_T: tuple[int, ...] = (1, 10, 50)
     eval_seeds: int = 3                  # sampler seeds for the random re-mask decoder
     eval_samplers: tuple[str, ...] = ("remask", "mask-predict")  # + "remask-keep" (the official sampler)
+    eval_beams: tuple[int, ...] = (1,)   # autoregressive recognizers: beam widths to evaluate (1 = greedy)
     num_workers: int = 2
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
@@ -163,7 +169,31 @@ def _paper() -> TrainConfig:
                        eval_seeds=10, num_workers=6, ckpt_every=2000)
 
 
-PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "paper": _paper}
+def _posformer_paper() -> TrainConfig:
+    """PosFormer as published for a GPU (its public config): DenseNet-B, d_model 256, 3 decoder layers,
+    FFN 1024, dropout 0.3, IAC, the position-forest branch, L2R + R2L training with bidirectional
+    beam reranking (beam 10), batch 8, SGD (momentum 0.9) at lr 0.08, 300 epochs. CoMER's
+    plateau-driven lr decay and scale augmentation are not here: cosine decay to 0.1 x lr instead,
+    and `augment.prob` for augmentation (docs/model.md)."""
+    m = PosFormerConfig(max_len=200, bidirectional=True)
+    return TrainConfig(name="posformer-paper", data="shards/crohme", out="runs/posformer-paper", model=m,
+                       batch_size=8, optimizer="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine", epochs=300,
+                       eval_splits=("test2014", "test2016", "test2019"), eval_beams=(1, 10), num_workers=6,
+                       ckpt_every=2000, normalize_labels=True)
+
+
+def _hvt_paper() -> TrainConfig:
+    """HVT at the sizes chosen for the paper's description (model.hvt.HVT_PAPER: a 32-layer ResNet, 6 ViT
+    blocks, [CLS] initial state, coverage attention) on printed formulas (IM2LATEX-100K shards); the
+    paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
+    m = HVTConfig(max_len=200, **HVT_PAPER)
+    return TrainConfig(name="hvt-paper", data="shards/im2latex", out="runs/hvt-paper", model=m, batch_size=32,
+                       lr=3e-4, warmup_steps=1000, schedule="cosine", epochs=30, eval_splits=("valid", "test"),
+                       eval_beams=(1, 5), num_workers=6, ckpt_every=2000)
+
+
+PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "paper": _paper,
+           "posformer-paper": _posformer_paper, "hvt-paper": _hvt_paper}
 
 
 def preset(name: str) -> TrainConfig:
@@ -255,7 +285,7 @@ def from_dict(d: dict) -> TrainConfig:
         aug["scale"] = tuple(aug["scale"])
     d["augment"] = AugmentConfig(**aug)
     d["synth"] = SynthConfig(**d.get("synth", {}))
-    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones", "extra_train"):
+    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones", "extra_train", "eval_beams"):
         if k in d:
             d[k] = tuple(d[k])
     if "eval_samplers" in d:

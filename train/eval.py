@@ -29,7 +29,9 @@ import torch
 from datasets_prep.shards import ShardError
 from model import CheckpointError, DecodeSpec, Recognizer, load
 from model.repair import is_valid
-from tokenizer import LatexError, normalize
+from datasets_prep.synth.printed import render_print
+from tokenizer import LatexError, normalize, tokenize
+from tokenizer.markup_metrics import markup_scores
 from tokenizer.metrics import score, token_distance
 
 from .data import ShardDataset, collate, load_split_data, sample_ids
@@ -70,8 +72,22 @@ def decode_split(recognizer: Recognizer, dataset: ShardDataset, spec: DecodeSpec
     return hyps
 
 
-def _metrics(refs: list[str], hyps: list[str], stats: Counter, seconds: float) -> dict:
+def spaced(latex: str) -> str:
+    """A label as im2markup's scripts read it: its tokens joined by single spaces."""
+    try:
+        return " ".join(tokenize(latex))
+    except LatexError:
+        return latex
+
+
+def _metrics(refs: list[str], hyps: list[str], stats: Counter, seconds: float, markup: str = "") -> dict:
+    """The HMER metrics; with `markup` ("text" or "images") also the image-to-markup ones (BLEU-4, edit
+    score, exact match, and with "images" exact match of the rendered formulas)."""
     metrics = score(refs, hyps)
+    if markup:
+        metrics.update({f"markup_{k}": v for k, v in markup_scores(
+            [spaced(r) for r in refs], [spaced(h) for h in hyps], images=markup == "images",
+            render=render_print).items() if k != "n"})
     canon = score([canonical(r) for r in refs], [canonical(h) for h in hyps])
     metrics.update({f"{k}_canonical": v for k, v in canon.items() if k in CANONICAL_KEYS})
     n = max(1, len(hyps))
@@ -83,7 +99,7 @@ def _metrics(refs: list[str], hyps: list[str], stats: Counter, seconds: float) -
 
 
 def evaluate(recognizer: Recognizer, dataset: ShardDataset, refs: list[str], ids: list[str],
-             specs: list[DecodeSpec], batch_size: int = 32) -> dict:
+             specs: list[DecodeSpec], batch_size: int = 32, markup: str = "") -> dict:
     """{"metrics": {decoder: {metric: mean, metric_std, "seeds"}}, "predictions": [{sample_id, ref,
     decoder, seed, hyp}, ...] for every decoder and seed}."""
     runs: dict[str, list[dict]] = {}
@@ -92,7 +108,7 @@ def evaluate(recognizer: Recognizer, dataset: ShardDataset, refs: list[str], ids
         t0 = time.perf_counter()
         stats: Counter = Counter()
         hyps = decode_split(recognizer, dataset, spec, batch_size, stats)
-        runs.setdefault(spec.name, []).append(_metrics(refs, hyps, stats, time.perf_counter() - t0))
+        runs.setdefault(spec.name, []).append(_metrics(refs, hyps, stats, time.perf_counter() - t0, markup))
         predictions += [{"sample_id": i, "decoder": spec.name, "seed": spec.seed, "ref": r, "hyp": h}
                         for i, r, h in zip(ids, refs, hyps)]
     report = {}
@@ -108,7 +124,7 @@ def evaluate(recognizer: Recognizer, dataset: ShardDataset, refs: list[str], ids
 
 
 def evaluate_splits(recognizer: Recognizer, data_root: Path, splits, specs, batch_size: int = 32,
-                    limit: int = 0) -> dict:
+                    limit: int = 0, markup: str = "") -> dict:
     """Each split scored against its references as the recognizer's LabelSpec prepares them."""
     results = {}
     for split in splits:
@@ -118,7 +134,7 @@ def evaluate_splits(recognizer: Recognizer, data_root: Path, splits, specs, batc
             data.rows, data.labels = data.rows[:limit], data.labels[:limit]
             data.targets = {k: v[:limit] for k, v in data.targets.items()}
         dataset = ShardDataset(data, recognizer.render.size)
-        res = evaluate(recognizer, dataset, data.labels, sample_ids(data), specs, batch_size)
+        res = evaluate(recognizer, dataset, data.labels, sample_ids(data), specs, batch_size, markup)
         res["unencodable_references"] = dict(data.skipped)
         results[split] = res
     return results
@@ -143,6 +159,12 @@ def format_table(split: str, metrics: dict) -> str:
                      f" {100 * m['exprate_le2']:>7.2f} {100 * m['cer']:>7.2f} {100 * m['symbol_error_rate']:>7.2f}"
                      f" {100 * m['structure_error_rate']:>7.2f} {100 * m.get('em_canonical', m['em']):>8.2f}"
                      f" {100 * m.get('raw_invalid_rate', 0):>7.2f} {m['ms_per_image']:>7.1f}")
+    for name, m in metrics.items():
+        if "markup_bleu4" in m:
+            image = (f" ImageEM {100 * m['markup_image_exact_match']:.2f} (of {m['markup_image_scored']:.0f} drawable)"
+                     if "markup_image_exact_match" in m else "")
+            lines.append(f"  {name:<18} BLEU-4 {100 * m['markup_bleu4']:.2f} EditScore {100 * m['markup_edit_score']:.2f}"
+                         f" ExactMatch {100 * m['markup_exact_match']:.2f}{image}")
     return "\n".join(lines)
 
 
@@ -177,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
     ap.add_argument("--no-ema", action="store_true", help="use the raw weights even when the run kept an EMA")
     ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) to this file")
+    ap.add_argument("--markup", choices=["text", "images"], default=None,
+                    help="also the image-to-markup metrics (im2markup's BLEU-4, edit score, exact match); "
+                         "images: and exact match of the rendered formulas, drawn by the project's print renderer")
     ap.add_argument("--errors", type=int, default=0, metavar="N",
                     help="print the N worst samples per split (sample id, reference, prediction)")
     return ap
@@ -198,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--samplers {','.join(bad)}: {rec.kind} decodes with {', '.join(rec.samplers)}")
         splits = args.splits.split(",") if args.splits else list(loaded.state["train_config"]["eval_splits"])
         specs = default_specs(rec, args.T, samplers, args.seeds, args.beams, valid=not args.no_repair)
-        results = evaluate_splits(rec, Path(args.data), splits, specs, args.batch_size, args.limit)
+        results = evaluate_splits(rec, Path(args.data), splits, specs, args.batch_size, args.limit, args.markup or "")
     except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -39,7 +39,8 @@ def pretrain_config(cfg: TrainConfig) -> TrainConfig:
     pre = copy.deepcopy(cfg)
     pre.name, pre.out, pre.data = f"{cfg.name}-pretrain", str(Path(cfg.out) / "pretrain"), p.data or cfg.data
     pre.model = switch_kind(cfg.model, "ar")
-    pre.model.max_len = p.max_len or 2 * cfg.model.max_len
+    if p.max_len:
+        pre.model.max_len = p.max_len  # else switch_kind's conversion of the window (2x SAT positions)
     pre.model.encoder_init = ""
     pre.max_steps, pre.max_minutes = p.steps, (0.0 if p.steps else p.max_minutes)
     pre.lr = p.lr or cfg.lr

@@ -58,7 +58,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     out = Path(cfg.out)
     loaded = load(ckpt)
     rec = loaded.recognizer
-    specs = default_specs(rec, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds)
+    specs = default_specs(rec, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds, beams=cfg.eval_beams)
     results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)

@@ -132,6 +132,16 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def make_optimizer(cfg: TrainConfig, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW (GryphOne's recipe) or SGD with momentum (CoMER's and PosFormer's)."""
+    groups = _param_groups(model, cfg.weight_decay)
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    if cfg.optimizer != "adamw":
+        raise ValueError(f"optimizer must be adamw or sgd, got {cfg.optimizer!r}")
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=device.type == "cuda")
+
+
 def resolve_render(cfg: TrainConfig) -> RenderSpec:
     """The shards' RenderSpec (their summary.json); shards that do not say get the defaults at their
     images' size. An explicit `canvas` that disagrees is one clear error at the start."""
@@ -224,8 +234,7 @@ class Trainer:
         self.out = Path(cfg.out)
         self.model, self.data, self.dataset = prepare(cfg, env, state)
         self.ema = copy.deepcopy(self.model).eval() if cfg.ema > 0 else None
-        self.opt = torch.optim.AdamW(_param_groups(self.model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas,
-                                     fused=env.device.type == "cuda")
+        self.opt = make_optimizer(cfg, self.model, env.device)
         self.pos = Position()
         if state is not None:
             self._restore(state)
