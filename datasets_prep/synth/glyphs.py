@@ -11,6 +11,7 @@ synthesized ink has digitizer-like sampling without any per-ink resampling cost.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -167,127 +168,133 @@ LIMIT_OPERATORS = {"\\sum", "\\prod", "\\bigcup", "\\bigcap", "\\coprod", "\\lim
                    "\\sup", "\\inf", "\\det", "\\gcd", "\\Pr", "\\liminf", "\\limsup"}
 
 
+def _flipped_A() -> list[np.ndarray]:
+    return [np.column_stack([s[:, 0], -1.0 - s[:, 1]]) for s in hershey_strokes("futural", "A")]
+
+
+def _empty_set() -> list[np.ndarray]:
+    return hershey_strokes("futural", "0") + [_line((0.95 / 2.2, -1.1), (0.0, 0.15))]
+
+
+def _subset_eq(glyph: str) -> list[np.ndarray]:
+    base = hershey_strokes("mathlow", glyph)
+    ys = np.concatenate([s[:, 1] for s in base])
+    xs = np.concatenate([s[:, 0] for s in base])
+    lifted = [np.column_stack([s[:, 0], s[:, 1] - 0.2]) for s in base]
+    return lifted + [_line((xs.min(), ys.max() + 0.05), (xs.max(), ys.max() + 0.05))]
+
+
+def _tilde(*bars: float, dy: float = 0.0) -> list[np.ndarray]:
+    """The Hershey tilde shifted by dy, with horizontal bars at the given heights (approx, cong, simeq)."""
+    sim = hershey_strokes("mathlow", "\x7f")
+    xs = np.concatenate([s[:, 0] for s in sim])
+    return _transform(sim, dy=dy) + [_line((xs.min(), y), (xs.max(), y)) for y in bars]
+
+
+def _double_arrow(right: bool, left: bool) -> list[np.ndarray]:
+    out = [_line((0.0, -0.56), (0.9, -0.56)), _line((0.0, -0.3), (0.9, -0.3))]
+    if right:
+        out.append(_line((0.75, -0.7), (0.98, -0.43), (0.75, -0.16)))
+    if left:
+        out.append(_line((0.15, -0.7), (-0.08, -0.43), (0.15, -0.16)))
+    return out
+
+
+def _circled(plus: bool) -> list[np.ndarray]:
+    a = np.linspace(0, 2 * np.pi, 24)
+    c = np.stack([0.35 + 0.33 * np.cos(a), -0.43 + 0.33 * np.sin(a)], axis=1)
+    if plus:
+        return [c, _line((0.02, -0.43), (0.68, -0.43)), _line((0.35, -0.76), (0.35, -0.1))]
+    return [c, _line((0.12, -0.66), (0.58, -0.2)), _line((0.58, -0.66), (0.12, -0.2))]
+
+
+def _doubled(ch: str) -> list[np.ndarray]:
+    a = hershey_strokes("futural", ch)
+    return a + _transform(a, dx=0.3)
+
+
+def _integral(kind: str) -> list[np.ndarray]:
+    s = _fit(hershey_strokes("mathlow", "p"), -1.0, 0.0)
+    if kind == "\\iint":
+        return s + _transform(s, dx=0.25)
+    if kind == "\\oint":
+        a = np.linspace(0, 2 * np.pi, 14)
+        xs = np.concatenate([q[:, 0] for q in s])
+        return s + [np.stack([xs.mean() + 0.14 * np.cos(a), -0.5 + 0.12 * np.sin(a)], axis=1)]
+    return s
+
+
+def _theta() -> list[np.ndarray]:
+    """Handwritten theta: a narrow oval written from the top, then a bar right across it (capital
+    Theta, from the Greek font, is wider with a short bar inside)."""
+    a = np.linspace(-np.pi / 2, 1.5 * np.pi, 25)
+    oval = np.stack([0.24 + 0.24 * np.cos(a), -0.5 + 0.5 * np.sin(a)], axis=1)
+    return [oval, _line((-0.02, -0.5), (0.5, -0.5))]
+
+
+_PRIME = lambda: [_line((0.16, -1.02), (0.04, -0.62))]  # noqa: E731
+_BARS = lambda: [_line((0.0, -1.2), (0.0, 0.3)), _line((0.16, -1.2), (0.16, 0.3))]  # noqa: E731
+_SQUARE = lambda: [_line((0.0, -0.8), (0.7, -0.8), (0.7, -0.1), (0.0, -0.1), (0.0, -0.8))]  # noqa: E731
+_WEDGE = lambda: [_line((0.0, -0.05), (0.3, -0.75), (0.6, -0.05))]  # noqa: E731
+_VEE = lambda: [_line((0.0, -0.75), (0.3, -0.05), (0.6, -0.75))]  # noqa: E731
+_NEG = lambda: [_line((0.0, -0.5), (0.6, -0.5), (0.6, -0.3))]  # noqa: E731
+_UNDERSCORE = lambda: [_line((0.0, 0.15), (0.6, 0.15))]  # noqa: E731
+
+COMPOSED: dict[str, Callable[[], list[np.ndarray]]] = {
+    "\\forall": _flipped_A,
+    "\\prime": _PRIME, "'": _PRIME,
+    "\\ldots": lambda: [_dot(0.05 + 0.22 * i, -0.03) for i in range(3)],
+    "\\dots": lambda: [_dot(0.05 + 0.22 * i, -0.03) for i in range(3)],
+    "\\cdots": lambda: [_dot(0.05 + 0.22 * i, -0.43) for i in range(3)],
+    "\\vdots": lambda: [_dot(0.05, -0.1 - 0.3 * i) for i in range(3)],
+    "\\ddots": lambda: [_dot(0.05 + 0.22 * i, -0.8 + 0.3 * i) for i in range(3)],
+    "\\|": _BARS, "\\Vert": _BARS,
+    "\\langle": lambda: [_line((0.3, -1.2), (0.0, -0.45), (0.3, 0.3))],
+    "\\rangle": lambda: [_line((0.0, -1.2), (0.3, -0.45), (0.0, 0.3))],
+    "\\emptyset": _empty_set, "\\varnothing": _empty_set,
+    "\\notin": lambda: hershey_strokes("mathlow", "h") + [_line((0.55, -0.95), (0.1, 0.1))],
+    "\\subseteq": lambda: _subset_eq("d"), "\\supseteq": lambda: _subset_eq("f"),
+    "\\approx": lambda: _tilde(dy=-0.13) + _tilde(dy=0.13),
+    "\\cong": lambda: _tilde(-0.38, -0.2, dy=-0.2),
+    "\\simeq": lambda: _tilde(-0.28, dy=-0.12),
+    "\\Rightarrow": lambda: _double_arrow(True, False), "\\implies": lambda: _double_arrow(True, False),
+    "\\Leftarrow": lambda: _double_arrow(False, True),
+    "\\Leftrightarrow": lambda: _double_arrow(True, True), "\\iff": lambda: _double_arrow(True, True),
+    "\\leftrightarrow": lambda: [_line((0.0, -0.43), (0.95, -0.43)), _line((0.8, -0.55), (0.95, -0.43), (0.8, -0.31)),
+                                  _line((0.15, -0.55), (0.0, -0.43), (0.15, -0.31))],
+    "\\mapsto": lambda: [_line((0.0, -0.58), (0.0, -0.28)), _line((0.0, -0.43), (0.9, -0.43)),
+                          _line((0.75, -0.55), (0.9, -0.43), (0.75, -0.31))],
+    "\\longrightarrow": lambda: [_line((0.0, -0.43), (1.3, -0.43)), _line((1.15, -0.55), (1.3, -0.43), (1.15, -0.31))],
+    "\\neg": _NEG, "\\lnot": _NEG,
+    "\\wedge": _WEDGE, "\\land": _WEDGE,
+    "\\vee": _VEE, "\\lor": _VEE,
+    "\\oplus": lambda: _circled(True), "\\otimes": lambda: _circled(False),
+    "\\bullet": lambda: [_dot(0.1, -0.43, 0.06)],
+    "\\star": lambda: [_line((0.3, -0.8), (0.12, -0.1), (0.6, -0.55), (0.0, -0.55), (0.48, -0.1), (0.3, -0.8))],
+    "\\angle": lambda: [_line((0.75, -0.9), (0.0, 0.0), (0.8, 0.0))],
+    "\\triangle": lambda: [_line((0.4, -1.0), (0.0, 0.0), (0.8, 0.0), (0.4, -1.0))],
+    "\\ll": lambda: _doubled("<"), "\\gg": lambda: _doubled(">"),
+    "\\prod": lambda: _fit(hershey_strokes("greek", "P"), -1.0, 0.0),
+    "\\sum": lambda: _fit(hershey_strokes("greek", "S"), -1.0, 0.0),
+    "\\bigcup": lambda: _fit(hershey_strokes("mathlow", "e"), -1.0, 0.0),
+    "\\bigcap": lambda: _fit(hershey_strokes("mathlow", "g"), -1.0, 0.0),
+    "\\coprod": lambda: _fit([np.column_stack([s[:, 0], -s[:, 1]]) for s in hershey_strokes("greek", "P")], -1.0, 0.0),
+    "\\int": lambda: _integral("\\int"), "\\oint": lambda: _integral("\\oint"),
+    "\\iint": lambda: _integral("\\iint"),
+    "\\theta": _theta,
+    "\\because": lambda: [_dot(0.05, -0.7), _dot(0.4, -0.7), _dot(0.225, -0.05)],
+    "\\hbar": lambda: hershey_strokes("futural", "h") + [_line((0.05, -0.8), (0.45, -0.9))],
+    "\\ell": lambda: hershey_strokes("scripts", "l"),
+    "_": _UNDERSCORE, "\\_": _UNDERSCORE,
+    "\\square": _SQUARE, "\\Box": _SQUARE,
+}
+"""Symbols the Hershey fonts do not have, drawn from lines, dots and other glyphs (em units, left edge
+near 0): one recipe per symbol, aliases sharing theirs."""
+
+
 def _composed(sym: str) -> list[np.ndarray] | None:
-    """Strokes for symbols the Hershey fonts do not have (em units, left edge near 0)."""
-    if sym == "\\forall":
-        a = hershey_strokes("futural", "A")
-        return [np.column_stack([s[:, 0], -1.0 - s[:, 1]]) for s in a]
-    if sym == "\\prime":
-        return [_line((0.16, -1.02), (0.04, -0.62))]
-    if sym == "'":
-        return [_line((0.16, -1.02), (0.04, -0.62))]
-    if sym in ("\\ldots", "\\dots"):
-        return [_dot(0.05 + 0.22 * i, -0.03) for i in range(3)]
-    if sym == "\\cdots":
-        return [_dot(0.05 + 0.22 * i, -0.43) for i in range(3)]
-    if sym == "\\vdots":
-        return [_dot(0.05, -0.1 - 0.3 * i) for i in range(3)]
-    if sym == "\\ddots":
-        return [_dot(0.05 + 0.22 * i, -0.8 + 0.3 * i) for i in range(3)]
-    if sym == "\\|" or sym == "\\Vert":
-        return [_line((0.0, -1.2), (0.0, 0.3)), _line((0.16, -1.2), (0.16, 0.3))]
-    if sym == "\\langle":
-        return [_line((0.3, -1.2), (0.0, -0.45), (0.3, 0.3))]
-    if sym == "\\rangle":
-        return [_line((0.0, -1.2), (0.3, -0.45), (0.0, 0.3))]
-    if sym == "\\emptyset" or sym == "\\varnothing":
-        o = hershey_strokes("futural", "0")
-        return o + [_line((0.95 / 2.2, -1.1), (0.0, 0.15))]
-    if sym == "\\notin":
-        return hershey_strokes("mathlow", "h") + [_line((0.55, -0.95), (0.1, 0.1))]
-    if sym in ("\\subseteq", "\\supseteq"):
-        base = hershey_strokes("mathlow", "d" if sym == "\\subseteq" else "f")
-        ys = np.concatenate([s[:, 1] for s in base])
-        xs = np.concatenate([s[:, 0] for s in base])
-        lifted = [np.column_stack([s[:, 0], s[:, 1] - 0.2]) for s in base]
-        return lifted + [_line((xs.min(), ys.max() + 0.05), (xs.max(), ys.max() + 0.05))]
-    if sym == "\\approx":
-        sim = hershey_strokes("mathlow", "\x7f")
-        return _transform(sim, dy=-0.13) + _transform(sim, dy=0.13)
-    if sym == "\\cong":
-        sim = hershey_strokes("mathlow", "\x7f")
-        xs = np.concatenate([s[:, 0] for s in sim])
-        return (_transform(sim, dy=-0.2) + [_line((xs.min(), -0.38), (xs.max(), -0.38))]
-                + [_line((xs.min(), -0.2), (xs.max(), -0.2))])
-    if sym == "\\simeq":
-        sim = hershey_strokes("mathlow", "\x7f")
-        xs = np.concatenate([s[:, 0] for s in sim])
-        return _transform(sim, dy=-0.12) + [_line((xs.min(), -0.28), (xs.max(), -0.28))]
-    if sym in ("\\Rightarrow", "\\Leftarrow", "\\Leftrightarrow", "\\iff", "\\implies"):
-        right = sym in ("\\Rightarrow", "\\implies", "\\Leftrightarrow", "\\iff")
-        left = sym in ("\\Leftarrow", "\\Leftrightarrow", "\\iff")
-        out = [_line((0.0, -0.56), (0.9, -0.56)), _line((0.0, -0.3), (0.9, -0.3))]
-        if right:
-            out.append(_line((0.75, -0.7), (0.98, -0.43), (0.75, -0.16)))
-        if left:
-            out.append(_line((0.15, -0.7), (-0.08, -0.43), (0.15, -0.16)))
-        return out
-    if sym in ("\\leftrightarrow",):
-        return [_line((0.0, -0.43), (0.95, -0.43)), _line((0.8, -0.55), (0.95, -0.43), (0.8, -0.31)),
-                _line((0.15, -0.55), (0.0, -0.43), (0.15, -0.31))]
-    if sym in ("\\mapsto",):
-        return [_line((0.0, -0.58), (0.0, -0.28)), _line((0.0, -0.43), (0.9, -0.43)),
-                _line((0.75, -0.55), (0.9, -0.43), (0.75, -0.31))]
-    if sym in ("\\longrightarrow",):
-        return [_line((0.0, -0.43), (1.3, -0.43)), _line((1.15, -0.55), (1.3, -0.43), (1.15, -0.31))]
-    if sym == "\\neg" or sym == "\\lnot":
-        return [_line((0.0, -0.5), (0.6, -0.5), (0.6, -0.3))]
-    if sym == "\\wedge" or sym == "\\land":
-        return [_line((0.0, -0.05), (0.3, -0.75), (0.6, -0.05))]
-    if sym == "\\vee" or sym == "\\lor":
-        return [_line((0.0, -0.75), (0.3, -0.05), (0.6, -0.75))]
-    if sym == "\\oplus" or sym == "\\otimes":
-        a = np.linspace(0, 2 * np.pi, 24)
-        c = np.stack([0.35 + 0.33 * np.cos(a), -0.43 + 0.33 * np.sin(a)], axis=1)
-        if sym == "\\oplus":
-            return [c, _line((0.02, -0.43), (0.68, -0.43)), _line((0.35, -0.76), (0.35, -0.1))]
-        return [c, _line((0.12, -0.66), (0.58, -0.2)), _line((0.58, -0.66), (0.12, -0.2))]
-    if sym == "\\bullet":
-        return [_dot(0.1, -0.43, 0.06)]
-    if sym == "\\star":
-        return [_line((0.3, -0.8), (0.12, -0.1), (0.6, -0.55), (0.0, -0.55), (0.48, -0.1), (0.3, -0.8))]
-    if sym == "\\angle":
-        return [_line((0.75, -0.9), (0.0, 0.0), (0.8, 0.0))]
-    if sym == "\\triangle":
-        return [_line((0.4, -1.0), (0.0, 0.0), (0.8, 0.0), (0.4, -1.0))]
-    if sym in ("\\ll", "\\gg"):
-        ch = "<" if sym == "\\ll" else ">"
-        a = hershey_strokes("futural", ch)
-        return a + _transform(a, dx=0.3)
-    if sym in ("\\prod",):
-        return _fit(hershey_strokes("greek", "P"), -1.0, 0.0)
-    if sym in ("\\sum",):
-        return _fit(hershey_strokes("greek", "S"), -1.0, 0.0)
-    if sym in ("\\bigcup", "\\bigcap"):
-        return _fit(hershey_strokes("mathlow", "e" if sym == "\\bigcup" else "g"), -1.0, 0.0)
-    if sym == "\\coprod":
-        return _fit([np.column_stack([s[:, 0], -s[:, 1]]) for s in hershey_strokes("greek", "P")], -1.0, 0.0)
-    if sym in ("\\int", "\\oint", "\\iint"):
-        s = _fit(hershey_strokes("mathlow", "p"), -1.0, 0.0)
-        if sym == "\\iint":
-            return s + _transform(s, dx=0.25)
-        if sym == "\\oint":
-            a = np.linspace(0, 2 * np.pi, 14)
-            xs = np.concatenate([q[:, 0] for q in s])
-            return s + [np.stack([xs.mean() + 0.14 * np.cos(a), -0.5 + 0.12 * np.sin(a)], axis=1)]
-        return s
-    if sym == "\\theta":
-        # handwritten theta: a narrow oval written from the top, then a bar right across it (capital
-        # Theta, from the Greek font, is wider with a short bar inside)
-        a = np.linspace(-np.pi / 2, 1.5 * np.pi, 25)
-        oval = np.stack([0.24 + 0.24 * np.cos(a), -0.5 + 0.5 * np.sin(a)], axis=1)
-        return [oval, _line((-0.02, -0.5), (0.5, -0.5))]
-    if sym == "\\because":
-        return [_dot(0.05, -0.7), _dot(0.4, -0.7), _dot(0.225, -0.05)]
-    if sym == "\\hbar":
-        return hershey_strokes("futural", "h") + [_line((0.05, -0.8), (0.45, -0.9))]
-    if sym == "\\ell":
-        return hershey_strokes("scripts", "l")
-    if sym == "_" or sym == "\\_":
-        return [_line((0.0, 0.15), (0.6, 0.15))]
-    if sym == "\\square" or sym == "\\Box":
-        return [_line((0.0, -0.8), (0.7, -0.8), (0.7, -0.1), (0.0, -0.1), (0.0, -0.8))]
-    return None
+    recipe = COMPOSED.get(sym)
+    return recipe() if recipe is not None else None
 
 
 def symbol_strokes(sym: str, font: str = "futural") -> list[np.ndarray] | None:
