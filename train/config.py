@@ -31,7 +31,7 @@ from .augment import AugmentConfig
 class PretrainConfig:
     """Stage 1 of a two-stage run: the autoregressive reader trains the encoder on the same images for
     `steps` steps, then GryphOne starts from that encoder (model.encoder_init). Why: a diffusion decoder
-    alone teaches a from-scratch encoder glyphs 3-4x slower (docs/training.md)."""
+    alone teaches a from-scratch encoder glyphs far more slowly (BENCHMARKS.md, "The demo's recipe")."""
     steps: int = 0                       # 0: no pretraining stage
     max_minutes: float = 0.0             # >0 (and steps 0): pretrain for this wall time instead
     lr: float = 0.0                      # 0: the run's lr

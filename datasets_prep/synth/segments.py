@@ -3,7 +3,7 @@
 CROHME files (every year) hold it as a top-level `traceGroup` of per-symbol `traceGroup`s, each with
 an `annotation type="truth"` (the symbol, spelled CROHME's way: `\\lt`, `COMMA`, `\\sin`) and
 `traceView traceDataRef=...` references to the `id`s of its traces. The real files have references to
-missing traces, empty groups and strokes in two symbols (docs/formats.md); each such symbol is
+missing traces, empty groups and strokes in two symbols (docs/datasets.md); each such symbol is
 dropped and named in `problems`, never guessed, and the rest of the file is kept.
 """
 from __future__ import annotations
