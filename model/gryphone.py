@@ -53,6 +53,7 @@ class GryphOne(Recognizer):
     label_kind = "sat"
     samplers = ("remask", "remask-keep", "mask-predict")
     default_sampler = "remask"
+    training_only = ("reader",)
 
     def __init__(self, cfg: GryphOneConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)

@@ -67,6 +67,7 @@ class Recognizer(nn.Module):
     label_kind: ClassVar[str] = "token"            # which LabelSpec vocabulary it reads: "sat" | "token"
     samplers: ClassVar[tuple[str, ...]] = ("greedy", "beam")
     default_sampler: ClassVar[str] = "greedy"
+    training_only: ClassVar[tuple[str, ...]] = ()  # submodules that never run at inference (auxiliary losses)
 
     def __init__(self, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__()
@@ -160,3 +161,9 @@ def finish_tokens(vocab: TokenVocab, ids: list[list[int]], probs: list[list[floa
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def inference_params(model: Recognizer) -> int:
+    """Parameters that decoding uses: all but the recognizer's training-only submodules."""
+    unused = sum(count_params(m) for m in (getattr(model, name, None) for name in model.training_only) if m is not None)
+    return count_params(model) - unused
