@@ -11,7 +11,7 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .autoregressive import ARDecoder, ar_loss, beam_search, greedy
+from .autoregressive import ARDecoder, ar_loss, beam_search, greedy, token_probs
 from .encoder import ViTConfig, build_vit, vit_flops
 from .layers import decoder_flops
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
@@ -56,6 +56,15 @@ class ARRecognizer(Recognizer):
 
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
+        return self._decode(images, spec, scored=False)[0]
+
+    @torch.no_grad()
+    def decode_scored(self, images: torch.Tensor, spec: DecodeSpec,
+                      history: list | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self._decode(images, spec, scored=True)
+
+    def _decode(self, images: torch.Tensor, spec: DecodeSpec, scored: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         mem_kv = self.decoder.memory_kv(self.encoder(images))
         beam = spec.beam if spec.sampler == "beam" else 1
-        return greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)
+        ids = greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)
+        return ids, token_probs(self.decoder, mem_kv, ids) if scored else None

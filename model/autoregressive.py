@@ -69,6 +69,14 @@ def greedy(decoder: ARDecoder, mem_kv) -> torch.Tensor:
 
 
 @torch.no_grad()
+def token_probs(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
+    """p(ids[:, j + 1] | image, ids[:, :j + 1]) [B, L - 1] in one teacher-forced pass: what a decoded
+    sequence's confidence is read from, for greedy and beam outputs alike."""
+    logits = decoder(ids[:, :-1], mem_kv)
+    return logits.float().softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
+
+
+@torch.no_grad()
 def beam_search(decoder: ARDecoder, mem_kv, beam: int = 5, length_penalty: float = 1.0) -> torch.Tensor:
     """Beam search, one image at a time (batch of beams); score = log p / len**length_penalty."""
     results = []

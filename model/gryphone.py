@@ -19,6 +19,7 @@ from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import SATVocab
 
 from .aux_reader import SATCausalReader, reader_loss
+from .confidence import sat_confidence
 from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, sample_mask_predict, sample_remask
 from .encoder import ViTConfig, build_vit, vit_flops
 from .forest_targets import forest_targets
@@ -52,6 +53,7 @@ class GryphOne(Recognizer):
     label_kind = "sat"
     samplers = ("remask", "remask-keep", "mask-predict")
     default_sampler = "remask"
+    training_only = ("reader",)
 
     def __init__(self, cfg: GryphOneConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)
@@ -123,20 +125,27 @@ class GryphOne(Recognizer):
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, spec: DecodeSpec | None = None, history: list | None = None,
-                  stats: Counter | None = None) -> list[str]:
+                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
         """As Recognizer.recognize; the repair uses the last step's per-position alternatives."""
         spec = spec or DecodeSpec(self.default_sampler)
         self.check_spec(spec)
-        stats = stats if stats is not None else Counter()
         images = images.to(next(self.parameters()).device)
-        stats["outputs"] += images.shape[0]
-        vocab: SATVocab = self.labels.vocab
         final: dict = {}
         sym, mod = self.decode_sat(images, spec, history, final)
-        if not spec.valid:
-            texts = [vocab.decode(s, m) for s, m in zip(sym.tolist(), mod.tolist())]
-            stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
-            return texts
         s_log, m_log = (t.cpu() for t in final_log_probs(final))
-        return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats)
-                for i, (s, m) in enumerate(zip(sym.tolist(), mod.tolist()))]
+        return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
+
+
+def finish_sat(vocab: SATVocab, sym: list[list[int]], mod: list[list[int]], s_log: torch.Tensor, m_log: torch.Tensor,
+               spec: DecodeSpec, stats: Counter | None = None, confidences: list | None = None) -> list[str]:
+    """Decoded SAT rows and the last step's log-probabilities [B, L, V] -> LaTeX (repaired when
+    spec.valid), counts into `stats`, confidences appended: shared by the PyTorch and ONNX paths."""
+    stats = stats if stats is not None else Counter()
+    stats["outputs"] += len(sym)
+    if confidences is not None:
+        confidences += [sat_confidence(s, s_log[i].numpy(), m_log[i].numpy(), vocab.PAD) for i, s in enumerate(sym)]
+    if not spec.valid:
+        texts = [vocab.decode(s, m) for s, m in zip(sym, mod)]
+        stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
+        return texts
+    return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats) for i, (s, m) in enumerate(zip(sym, mod))]

@@ -2,7 +2,8 @@
 
 Everything a caller needs comes back together: the recognizer (eval mode, its RenderSpec and
 LabelSpec attached), and the checkpoint's other contents (step, train config). Evaluation,
-prediction, the server and the ONNX export all start here.
+prediction, the server and the ONNX export all start here. A folder written by train.export_onnx
+loads through the same call (model/onnx_runtime.py), so its callers never branch on which it is.
 """
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
 from .checkpoint import FORMAT, CheckpointError, load_checkpoint, read_specs
+from .onnx_runtime import ExportedRecognizer, is_export, read_export
 from .recognizer import Recognizer
 from .registry import build, config_from_dict, config_keys
 
 
 @dataclass
 class Loaded:
-    recognizer: Recognizer
+    recognizer: Recognizer | ExportedRecognizer
     render: RenderSpec
     labels: LabelSpec
     state: dict          # the checkpoint dict (step, train_config, ...)
@@ -33,9 +35,13 @@ class Loaded:
 
 
 def load(path: str | Path, device: str | torch.device = "cpu", use_ema: bool = True) -> Loaded:
-    """Load a checkpoint written by train.run (either format); CheckpointError naming the file on
-    anything unusable, including a stored config with impossible values."""
+    """Load a checkpoint written by train.run (either format), or a folder written by train.export_onnx
+    (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply);
+    CheckpointError naming the file on anything unusable, including a stored config with impossible values."""
     path = Path(path)
+    if is_export(path):
+        rec = read_export(path, str(device))
+        return Loaded(rec, rec.render, rec.labels, rec.state, path)
     state = load_checkpoint(path)
     kind, model_cfg, render, labels = read_specs(state, path)
     try:

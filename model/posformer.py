@@ -99,6 +99,7 @@ class PosFormer(Recognizer):
     label_kind = "token"
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
+    training_only = ("forest",)   # the position-forest branch is a training loss only
 
     def __init__(self, cfg: PosFormerConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)

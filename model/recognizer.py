@@ -9,6 +9,8 @@ through this interface:
   the same call, so DDP and torch.compile wrap it,
 - `step_inputs(step)`: per-step extras the loss reads from the batch (a ramp, say),
 - `recognize(images, spec)`: images -> LaTeX strings (every one parses unless `spec.valid` is off),
+  and with `confidences=[]` one confidence per image (model/confidence.py; None where a recognizer
+  gives none),
 - `samplers` / `default_sampler`: the decoding options it supports,
 - `flops_per_image(train)`: matmul FLOPs for MFU,
 - `warm_start(log)`: start weights from files named in its config (encoder_init, ...).
@@ -29,6 +31,7 @@ from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import TokenVocab
 
+from .confidence import token_confidence
 from .repair import delete_until_valid, is_valid
 
 
@@ -64,6 +67,7 @@ class Recognizer(nn.Module):
     label_kind: ClassVar[str] = "token"            # which LabelSpec vocabulary it reads: "sat" | "token"
     samplers: ClassVar[tuple[str, ...]] = ("greedy", "beam")
     default_sampler: ClassVar[str] = "greedy"
+    training_only: ClassVar[tuple[str, ...]] = ()  # submodules that never run at inference (auxiliary losses)
 
     def __init__(self, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__()
@@ -99,35 +103,67 @@ class Recognizer(nn.Module):
         """Token recognizers: ids [B, <=max_len] (BOS ... EOS PAD)."""
         raise NotImplementedError
 
+    def decode_scored(self, images: torch.Tensor, spec: DecodeSpec,
+                      history: list | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """decode_ids, and each decoded token's probability [B, width - 1] where the recognizer gives
+        one (None where it does not: its confidences are None)."""
+        return self.decode_ids(images, spec, history), None
+
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, spec: DecodeSpec | None = None, history: list | None = None,
-                  stats: Counter | None = None) -> list[str]:
+                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
         """images [B, 1, H, W] -> LaTeX; with spec.valid every string parses. `stats` accumulates
         "outputs", "raw_invalid", "repaired" and "last_resort" counts; `history` collects per-step
-        states where the decoder has steps (GryphOne's refinement)."""
+        states where the decoder has steps (GryphOne's refinement); `confidences`, when a list, gets
+        one confidence per image appended (model/confidence.py)."""
         spec = spec or DecodeSpec(self.default_sampler)
         self.check_spec(spec)
-        stats = stats if stats is not None else Counter()
         images = images.to(next(self.parameters()).device)
-        stats["outputs"] += images.shape[0]
-        vocab: TokenVocab = self.labels.vocab
-        out = []
-        for text in (vocab.decode(row) for row in self.decode_ids(images, spec, history).tolist()):
-            if not is_valid(text):  # no per-position alternatives here: the deletion repair only
-                stats["raw_invalid"] += 1
-                if spec.valid:
-                    stats["last_resort"] += 1
-                    text = delete_until_valid(text)
-            out.append(text)
-        return out
+        if confidences is None:
+            ids, probs = self.decode_ids(images, spec, history), None
+        else:
+            ids, probs = self.decode_scored(images, spec, history)
+        return finish_tokens(self.labels.vocab, ids.tolist(), None if probs is None else probs.tolist(),
+                             spec, stats, confidences)
 
     def check_spec(self, spec: DecodeSpec) -> None:
-        """A clear error for a decoder this recognizer does not have, or impossible settings."""
-        if spec.sampler not in self.samplers:
-            raise ValueError(f"{self.kind} decodes with {', '.join(self.samplers)}; got sampler {spec.sampler!r}")
-        if spec.T < 1 or spec.beam < 1:
-            raise ValueError(f"T and beam must be >= 1, got T={spec.T}, beam={spec.beam}")
+        check_decode_spec(self.kind, self.samplers, spec)
+
+
+def check_decode_spec(kind: str, samplers: tuple[str, ...], spec: DecodeSpec) -> None:
+    """A clear error for a decoder a recognizer does not have, or impossible settings."""
+    if spec.sampler not in samplers:
+        raise ValueError(f"{kind} decodes with {', '.join(samplers)}; got sampler {spec.sampler!r}")
+    if spec.T < 1 or spec.beam < 1:
+        raise ValueError(f"T and beam must be >= 1, got T={spec.T}, beam={spec.beam}")
+
+
+def finish_tokens(vocab: TokenVocab, ids: list[list[int]], probs: list[list[float]] | None, spec: DecodeSpec,
+                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
+    """Decoded token rows -> LaTeX (repaired by deletion when spec.valid), counting into `stats` and
+    appending each row's confidence (None without `probs`) to `confidences`: the one ending that the
+    PyTorch and the ONNX Runtime paths share."""
+    stats = stats if stats is not None else Counter()
+    stats["outputs"] += len(ids)
+    out = []
+    for i, row in enumerate(ids):
+        text = vocab.decode(row)
+        if not is_valid(text):  # no per-position alternatives here: the deletion repair only
+            stats["raw_invalid"] += 1
+            if spec.valid:
+                stats["last_resort"] += 1
+                text = delete_until_valid(text)
+        out.append(text)
+        if confidences is not None:
+            confidences.append(None if probs is None else token_confidence(row, probs[i], vocab.EOS))
+    return out
 
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def inference_params(model: Recognizer) -> int:
+    """Parameters that decoding uses: all but the recognizer's training-only submodules."""
+    unused = sum(count_params(m) for m in (getattr(model, name, None) for name in model.training_only) if m is not None)
+    return count_params(model) - unused

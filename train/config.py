@@ -9,7 +9,7 @@ Presets (`--config NAME`):
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
 Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0
-augment.prob=0.5`;
+augment.prob=0.5 log.tensorboard=true`;
 `python -m train.run --config NAME --show-config` prints every key with its value.
 """
 from __future__ import annotations
@@ -52,6 +52,13 @@ class SynthConfig:
 
 
 @dataclass
+class LogConfig:
+    """What the trainer writes besides metrics.jsonl (which stays the record): TensorBoard event files
+    in the run folder, when `tensorboard` is installed (train/tb_log.py)."""
+    tensorboard: bool = False
+
+
+@dataclass
 class TrainConfig:
     name: str = "custom"
     data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
@@ -63,6 +70,7 @@ class TrainConfig:
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
     synth: SynthConfig = field(default_factory=SynthConfig)
+    log: LogConfig = field(default_factory=LogConfig)
     extra_train: tuple[str, ...] = ()    # more split folders trained on with the train split (synth sets its own)
     batch_size: int = 32                 # global batch (split across DDP ranks)
     optimizer: str = "adamw"             # adamw | sgd (momentum below; CoMER's and PosFormer's recipe)
@@ -285,6 +293,7 @@ def from_dict(d: dict) -> TrainConfig:
         aug["scale"] = tuple(aug["scale"])
     d["augment"] = AugmentConfig(**aug)
     d["synth"] = SynthConfig(**d.get("synth", {}))
+    d["log"] = LogConfig(**d.get("log", {}))
     for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones", "extra_train", "eval_beams"):
         if k in d:
             d[k] = tuple(d[k])

@@ -1,5 +1,8 @@
-"""Pictures of a run, drawn with Pillow (no plotting dependency): training curves, and one expression
-refined step by step by the diffusion sampler."""
+"""Pictures of a run: training curves, and one expression refined step by step by the diffusion sampler.
+
+The curves are drawn with matplotlib when it is installed (the `plots` extra: axes with ticks and
+labels, both training stages, every eval point including the final evaluation, legends outside the
+lines), else with Pillow alone, so a bare install still gets a picture."""
 from __future__ import annotations
 
 import json
@@ -72,23 +75,89 @@ def _panel(draw: ImageDraw.ImageDraw, box, series: dict[str, list[tuple[float, f
         draw.text((x0 + 8, y0 + 6 + 15 * i), name, fill=color, font=font)
 
 
-def plot_curves(metrics_path: Path, out_png: Path) -> Path:
-    """Loss parts (log scale) and quick-eval ExpRate/CER against steps, from metrics.jsonl."""
-    rows = read_metrics(metrics_path)
+def _series(rows: list[dict]) -> tuple[dict, dict]:
+    """(loss parts, quick-eval ExpRate/CER) of one stage's metrics rows, each name -> [(step, value)]."""
     train = [r for r in rows if "loss" in r]
-    evals = [r for r in rows if "eval" in r]
-    loss_keys = [k for k in ("loss", "ce_sym_real", "ce_mod_real", "ce_sym_pad", "kl") if any(k in r for r in train)]
-    series = {k: [(r["step"], r[k]) for r in train if k in r] for k in loss_keys}
-    eval_series: dict[str, list[tuple[float, float]]] = {}
-    for r in evals:
+    loss_keys = [k for k in ("loss", "ce", "ce_sym_real", "ce_mod_real", "ce_sym_pad", "kl", "reader_ce")
+                 if any(k in r for r in train)]
+    losses = {k: [(r["step"], r[k]) for r in train if k in r and r[k] is not None] for k in loss_keys}
+    if losses.get("ce") == losses.get("loss"):  # a loss that is its CE alone (the AR reader): one line
+        losses.pop("ce", None)
+    evals: dict[str, list[tuple[float, float]]] = {}
+    for r in (r for r in rows if "eval" in r):
         for name, m in r["eval"].items():
             for metric in ("em", "cer"):
                 if metric in m:
-                    eval_series.setdefault(f"{name} {metric}", []).append((r["step"], m[metric]))
+                    evals.setdefault(f"{name} {metric}", []).append((r["step"], m[metric]))
+    return losses, evals
+
+
+def _final_points(final: dict | None, evals: dict) -> dict[str, tuple[float, float]]:
+    """The final evaluation (eval.json, first split) as one more point of the decoders the quick evals
+    followed (or of its first decoder when there were none)."""
+    if not final or not final.get("results"):
+        return {}
+    metrics = next(iter(final["results"].values()))["metrics"]
+    names = {key.rsplit(" ", 1)[0] for key in evals} & set(metrics) or set(list(metrics)[:1])
+    return {f"{name} {metric}": (final["step"], metrics[name][metric])
+            for name in sorted(names) for metric in ("em", "cer") if metric in metrics[name]}
+
+
+def plot_curves(metrics_path: Path, out_png: Path, stage1: Path | None = None, final: dict | None = None) -> Path:
+    """Loss parts (log scale) and quick-eval ExpRate/CER against steps, from metrics.jsonl; `stage1`
+    (a two-stage run's pretrain/metrics.jsonl) gets a loss panel of its own; `final` (eval.json) adds
+    the final evaluation's point."""
+    losses, evals = _series(read_metrics(metrics_path))
+    first = _series(read_metrics(stage1))[0] if stage1 is not None and Path(stage1).is_file() else {}
+    finals = _final_points(final, evals)
+    try:
+        import matplotlib
+    except ImportError:
+        return _plot_curves_pillow(losses, {k: v + ([finals[k]] if k in finals else []) for k, v in
+                                            {**{k: [] for k in finals}, **evals}.items()}, out_png)
+    matplotlib.use("Agg")
+    return _plot_curves_matplotlib(first, losses, evals, finals, out_png)
+
+
+def _plot_curves_matplotlib(first: dict, losses: dict, evals: dict, finals: dict, out_png: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    panels = ([("stage 1: AR reader (encoder pretraining)", first, True)] if first else []) + [
+        ("stage 2: training loss" if first else "training loss", losses, True),
+        ("evaluation: ExpRate and CER", evals, False)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.4), squeeze=False)
+    for ax, (title, series, log_y) in zip(axes[0], panels):
+        for i, (name, pts) in enumerate(series.items()):
+            pts = [p for p in pts if math.isfinite(p[1]) and (p[1] > 0 or not log_y)]
+            scale = 1 if log_y else 100
+            if pts:
+                ax.plot([p[0] for p in pts], [scale * p[1] for p in pts], marker="" if log_y else "o", ms=3,
+                        color=f"C{i}", label=name)
+            if name in finals:
+                ax.plot([finals[name][0]], [scale * finals[name][1]], marker="*", ms=11, ls="", color=f"C{i}",
+                        label=f"{name} (final eval)")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss (log scale)" if log_y else "percent")
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+    fig.tight_layout()
+    out_png = Path(out_png)
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+def _plot_curves_pillow(losses: dict, evals: dict, out_png: Path) -> Path:
     img = Image.new("RGB", (1000, 420), "white")
     draw = ImageDraw.Draw(img)
-    _panel(draw, (70, 30, 480, 380), series, "training loss (log)", log_y=True)
-    _panel(draw, (570, 30, 980, 380), eval_series, "quick eval: exact match and CER")
+    _panel(draw, (70, 30, 480, 380), losses, "training loss (log)", log_y=True)
+    _panel(draw, (570, 30, 980, 380), evals, "quick eval: exact match and CER")
     out_png = Path(out_png)
     img.save(out_png)
     return out_png

@@ -1,74 +1,51 @@
-"""Recognize handwritten expressions: PNG/JPEG/... images or InkML files in, LaTeX out.
+"""Recognize handwritten expressions: images, InkML files, folders, archives or shard folders in, LaTeX out.
 
     python -m train.predict --ckpt runs/demo/ckpt.pt page1.png formula.inkml
+    python -m train.predict --ckpt runs/demo/onnx inks/ scans.zip shards/test-set --jsonl out.jsonl --batch-size 32
 
-InkML is rendered as the shards are (datasets_prep.render); images go through
-datasets_prep.image_intake (safe decode with a pixel limit, transparency composited on white, ink
-polarity detected, background divided out, optional --binarize for photos, cropped to the ink and
-fitted like a rendered ink). Prints `path<TAB>latex` per file, and `<TAB>reference` when the file
-carries one (an InkML truth/normalizedLabel). A file that cannot be used (unreadable, too large,
-truncated, blank) is reported on stderr with its reason and the others still go through.
+--ckpt takes a checkpoint or a folder written by train.export_onnx. A PATH is an image (PNG, JPEG,
+...) or InkML file, a folder (recursively: its images and .inkml files), an archive (.zip, .tar.gz,
+... read member by member, never extracted) or a shard folder (one with dataset_dict.json: every
+row, named by its sample_id). InkML is rendered as the shards are (datasets_prep.render); images go
+through datasets_prep.image_intake (safe decode with a pixel limit, transparency composited on
+white, ink polarity detected, background divided out, optional --binarize for photos, cropped to
+the ink and fitted like a rendered ink). Inputs are decoded --batch-size at a time.
 
-Exit status: 0 every file recognized; 1 at least one file could not be used, or the checkpoint
+Without --jsonl: prints `path<TAB>latex` per input, and `<TAB>reference` when the input carries one
+(an InkML truth/normalizedLabel, a shard row's label); an input that cannot be used (unreadable,
+too large, truncated, blank) is reported on stderr with its reason and the others still go through.
+With --jsonl FILE: one JSON line per input, {"input", "latex", "confidence", "reference"} or
+{"input", "refused": reason}; a progress bar on stderr. Both end with the throughput on stderr.
+
+Exit status: 0 every input recognized; 1 at least one input could not be used, or the checkpoint
 could not be loaded; 2 bad command line.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
-from datasets_prep.canvas import draw_ink, fit_image_noted
-from datasets_prep.image_intake import ImageError
-from datasets_prep.local_files import MAX_BYTES, FileRefused, read_capped
-from datasets_prep.readers import InkError, read_inkml
-from datasets_prep.sources import target_label
-from datasets_prep.render_spec import RenderSpec
 from model import CheckpointError, DecodeSpec, load
 
+from .predict_inputs import Input, count_inputs, iter_inputs, load_input
 
-def load_input(path: Path, render: RenderSpec, binarize: bool = False) -> tuple[torch.Tensor, str | None]:
-    """One file -> (tensor [1, H, W] with ink = 1, reference LaTeX or None). ValueError names the cause.
-
-    `render` is the checkpoint's RenderSpec, so an InkML file is drawn and an image fitted exactly as
-    the training shards were. The file passes the converter's checks first: a regular file (no FIFO,
-    no device) of at most its byte cap."""
-    try:
-        data = read_capped(path, MAX_BYTES)
-    except FileRefused as exc:
-        raise ValueError(str(exc)) from None
-    if path.suffix.lower() == ".inkml":
-        try:
-            ink = read_inkml(data, str(path))
-        except InkError as exc:
-            raise ValueError(str(exc)) from None
-        if ink.num_points == 0:
-            raise ValueError("the ink has no points (an empty canvas)")
-        reference = None
-        for src in ("mathwriting", "crohme"):
-            try:
-                reference = target_label(ink, src, str(path))[0]
-                break
-            except (InkError, ValueError):
-                continue
-        return torch.from_numpy(draw_ink(render, ink))[None], reference
-    try:
-        image, notes = fit_image_noted(render, data, binarize)
-        for note in notes:
-            print(f"{path}: note: {note}", file=sys.stderr)
-        return torch.from_numpy(image)[None], None
-    except ImageError as exc:
-        raise ValueError(str(exc)) from None
+__all__ = ["build_parser", "load_input", "main", "recognize_all"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m train.predict", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="image files (PNG, JPEG, ...) or InkML files")
-    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run (loaded without running code)")
+    ap.add_argument("files", nargs="+", type=Path, metavar="PATH",
+                    help="image or InkML files, folders, archives (.zip, .tar.gz, ...) or shard folders")
+    ap.add_argument("--ckpt", required=True,
+                    help="checkpoint written by train.run (loaded without running code), or a train.export_onnx folder")
     ap.add_argument("--sampler", default=None, choices=["remask", "remask-keep", "mask-predict", "greedy", "beam"],
                     help="decoder (default: remask for GryphOne, greedy for the AR baseline)")
     ap.add_argument("--T", type=_at_least_one, default=10, help="diffusion steps (default: %(default)s)")
@@ -76,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0, help="seed of the random re-mask sampler (default: %(default)s)")
     ap.add_argument("--binarize", action="store_true", help="threshold images (photos, noisy scans) before fitting")
     ap.add_argument("--no-repair", action="store_true", help="print the raw argmax even when it does not parse")
+    ap.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per input to this file")
+    ap.add_argument("--batch-size", type=_at_least_one, default=16, help="images decoded together (default: %(default)s)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                     help="cpu or cuda (default: %(default)s)")
     return ap
@@ -91,11 +70,60 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def recognize_all(rec, inputs, spec: DecodeSpec, batch_size: int, emit) -> tuple[int, int, float]:
+    """Decode `inputs` batch by batch and call emit(input, latex, confidence) for each, in input order
+    (latex None for a refused input). Returns (recognized, refused, seconds spent decoding)."""
+    pending: list[Input] = []
+    done = refused = 0
+    decode_s = 0.0
+
+    def flush() -> None:
+        nonlocal done, refused, decode_s
+        ready = [it for it in pending if it.image is not None]
+        texts, confidences = [], []
+        if ready:
+            t0 = time.perf_counter()
+            texts = rec.recognize(torch.stack([it.image for it in ready]), spec, confidences=confidences)
+            decode_s += time.perf_counter() - t0
+        results = iter(zip(texts, confidences))
+        for it in pending:
+            latex, conf = next(results) if it.image is not None else (None, None)
+            emit(it, latex, conf)
+        done += len(ready)
+        refused += len(pending) - len(ready)
+        pending.clear()
+
+    for it in inputs:
+        pending.append(it)
+        if sum(p.image is not None for p in pending) >= batch_size:
+            flush()
+    flush()
+    return done, refused, decode_s
+
+
+def _emitter(jsonl, bar):
+    """emit(input, latex, confidence): a JSON line, or today's tab-separated line (refusals on stderr)."""
+    def emit(it: Input, latex: str | None, conf: float | None) -> None:
+        bar.update(1)
+        if jsonl is not None:
+            row = {"input": it.name, "refused": it.error} if latex is None else {
+                "input": it.name, "latex": latex, "confidence": None if conf is None else round(conf, 5),
+                **({"reference": it.reference} if it.reference is not None else {})}
+            jsonl.write(json.dumps(row, ensure_ascii=False) + "\n")
+        elif latex is None:
+            bar.write(f"{it.name}: skipped: {it.error}", file=sys.stderr)
+        else:
+            print(f"{it.name}\t{latex}" + (f"\t{it.reference}" if it.reference is not None else ""), flush=True)
+    return emit
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is available")
+    if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.resolve().is_dir()):
+        ap.error(f"--jsonl {args.jsonl}: must be a file in an existing folder")
     try:
         loaded = load(args.ckpt, args.device)
     except CheckpointError as exc:
@@ -104,22 +132,24 @@ def main(argv: list[str] | None = None) -> int:
     rec = loaded.recognizer
     sampler = args.sampler or rec.default_sampler
     if sampler not in rec.samplers:
-        ap.error(f"--sampler {sampler}: a {rec.kind} checkpoint decodes with {', '.join(rec.samplers)}")
+        ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")
     spec = DecodeSpec(sampler, T=args.T, beam=args.beam if sampler == "beam" else 1, seed=args.seed,
                       valid=not args.no_repair)
-    failed = 0
-    for path in args.files:
+    t0 = time.perf_counter()
+    jsonl = open(args.jsonl, "w", encoding="utf-8") if args.jsonl is not None else None
+    with tqdm(total=count_inputs(args.files), unit="img", file=sys.stderr, disable=None if jsonl else True) as bar:
         try:
-            image, reference = load_input(path, loaded.render, args.binarize)
-        except (ValueError, OSError) as exc:
-            print(f"{path}: skipped: {exc}", file=sys.stderr)
-            failed += 1
-            continue
-        latex = rec.recognize(image[None], spec)[0]
-        print(f"{path}\t{latex}" + (f"\t{reference}" if reference is not None else ""), flush=True)
-    if failed:
-        print(f"{failed} of {len(args.files)} files could not be recognized", file=sys.stderr)
-    return 1 if failed else 0
+            done, refused, decode_s = recognize_all(rec, iter_inputs(args.files, loaded.render, args.binarize), spec,
+                                                    args.batch_size, _emitter(jsonl, bar))
+        finally:
+            if jsonl is not None:
+                jsonl.close()
+    wall = time.perf_counter() - t0
+    print(f"recognized {done} images in {wall:.1f} s: {done / max(wall, 1e-9):.1f} images/s "
+          f"({done / max(decode_s, 1e-9):.1f} images/s decoding alone, batch {args.batch_size})", file=sys.stderr)
+    if refused:
+        print(f"{refused} of {done + refused} inputs could not be recognized", file=sys.stderr)
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
     python -m train.run --config demo model.kind=ar              # the AR baseline on the same encoder
 
 Outputs in --out: ckpt.pt (resumed automatically; --fresh to start over), metrics.jsonl, config.json,
-eval.json, curves.png, refinement.png, data_skipped.json.
+eval.json, MODEL_CARD.md, curves.png, refinement.png, data_skipped.json (and TensorBoard event files
+beside metrics.jsonl with log.tensorboard=true).
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from . import predict
 from .config import PRESETS, TrainConfig, apply_overrides, preset, to_dict
 from .demo_data import prepare_demo_data
 from .eval import default_specs, evaluate_splits, format_table
-from .plots import plot_curves
+from .model_card import write_model_card
+from .plots import plot_curves, read_metrics
 from .pretrain import pretrain_applies, run_pretrain
 from .refinement import refinement_picture
 from .synth_data import prepare_synth
@@ -62,14 +64,22 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)
-    (out / "eval.json").write_text(json.dumps({"step": loaded.step, "results": results}, indent=1))
-    plot_curves(out / "metrics.jsonl", out / "curves.png")
-    wrote = "eval.json, curves.png"
+    report = {"step": loaded.step, "results": results}
+    (out / "eval.json").write_text(json.dumps(report, indent=1))
+    write_model_card(cfg, loaded, report, out, _stage_minutes(out / "pretrain" / "metrics.jsonl"))
+    plot_curves(out / "metrics.jsonl", out / "curves.png", stage1=out / "pretrain" / "metrics.jsonl", final=report)
+    wrote = "eval.json, MODEL_CARD.md, curves.png"
     if "remask" in rec.samplers:
         refinement_picture(rec, Path(cfg.data) / cfg.eval_splits[0], max(cfg.eval_T), out / "refinement.png")
         wrote += ", refinement.png"
     print(f"[run] wrote {out}/{wrote}")
     return results
+
+
+def _stage_minutes(metrics: Path) -> float:
+    """The training minutes a stage's metrics.jsonl ends at (0 when there is none)."""
+    rows = read_metrics(metrics) if metrics.is_file() else []
+    return max((float(r.get("elapsed_s") or 0.0) for r in rows), default=0.0) / 60
 
 
 def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:

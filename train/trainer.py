@@ -41,6 +41,7 @@ from .augment import augment_batch
 from .config import TrainConfig, to_dict
 from .data import ShardDataset, SplitData, collate, epoch_batches, load_split_data, read_labels
 from .rng import restore_rng, rng_state
+from .tb_log import ScalarLog
 
 SCHEDULE_KEYS = ("lr", "warmup_steps", "schedule", "min_lr_ratio", "epochs", "max_steps", "max_minutes", "batch_size")
 PEAK_BF16_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L4": 121e12}
@@ -252,6 +253,7 @@ class Trainer:
         self.peak = _peak_flops(env.device)
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if env.bf16 else nullcontext()
         self.metrics_f = None
+        self.scalars: ScalarLog | None = None
 
     def _restore(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
@@ -269,6 +271,8 @@ class Trainer:
         if env.is_main:
             self._announce()
             self.metrics_f = open(self.out / "metrics.jsonl", "a")
+            if cfg.log.tensorboard:
+                self.scalars = ScalarLog(self.out, log)
         running: dict[str, float] = {}
         t_log, seen = time.time(), 0
         stop = bool(cfg.max_minutes) and self.pos.seconds_before >= cfg.max_minutes * 60  # finished stays finished
@@ -367,6 +371,8 @@ class Trainer:
             rec["achieved_gflops"] = self.flops * ips / 1e9
         self.metrics_f.write(json.dumps(rec) + "\n")
         self.metrics_f.flush()
+        if self.scalars is not None:
+            self.scalars.add("train", {k: v for k, v in rec.items() if k != "step"}, self.pos.step)
         extras = "".join(f" {k} {rec[k]:.4f}" for k in ("kl", "reader_ce", "pos_ce") if k in rec)
         log(f"step {self.pos.step}{'' if self.by_time else f'/{self.total}'} loss {rec['loss']:.4f} "
             f"ce {rec['ce']:.4f}{extras} lr {lr:.2e} {ips:.1f} img/s" + (f" mfu {rec['mfu']:.1%}" if "mfu" in rec else ""))
@@ -376,6 +382,8 @@ class Trainer:
             rec = {"step": self.pos.step, "eval": self.quick_eval(self.ema or self.model, self.pos.step)}
             self.metrics_f.write(json.dumps(rec) + "\n")
             self.metrics_f.flush()
+            if self.scalars is not None:
+                self.scalars.add("eval", rec["eval"], self.pos.step)
 
     def save(self) -> None:
         """Every rank's RNG state goes into the checkpoint (gathered to rank 0, which writes it)."""
@@ -402,6 +410,8 @@ class Trainer:
             (self.out / f"params.rank{self.env.rank}").write_text(param_digest(self.model))
         if self.metrics_f:
             self.metrics_f.close()
+        if self.scalars is not None:
+            self.scalars.close()
         return self.out / "ckpt.pt"
 
 

@@ -1,0 +1,169 @@
+"""An exported folder (model/onnx_export.py) read back as a recognizer: ONNX Runtime runs the graphs,
+NumPy runs the decoding loop (model/onnx_samplers.py), and the ending (repair, confidences, counts)
+is the PyTorch path's own, so `recognize(images, spec, ...)` answers as a checkpoint's does.
+
+`model.load(folder)` returns it inside the same `Loaded` as a checkpoint, so evaluation and
+prediction take either without branching. The folder is untrusted input like a checkpoint: the
+JSON is type-checked, graph names must be plain file names inside the folder, and a graph that
+points at external data files is refused (ONNX Runtime would read whatever path it names).
+Needs the `onnx` extra (onnxruntime, onnx).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from datasets_prep.local_files import FileRefused, read_capped
+from datasets_prep.render_spec import RenderSpec, RenderSpecError
+from tokenizer.label_spec import LabelSpec, LabelSpecError
+
+from .diffusion import final_log_probs
+from .errors import CheckpointError, RecognizerConfigError
+from .gryphone import finish_sat
+from .onnx_samplers import greedy, mask_predict, remask
+from .recognizer import DecodeSpec, RecognizerConfig, check_decode_spec, finish_tokens
+from .registry import config_from_dict, recognizer_class
+
+EXPORT_FORMAT = "gryphone-onnx-1"
+SPEC_FILE = "gryphone-onnx.json"
+GRAPHS = {"fp32": {"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
+          "int8": {"encoder": "encoder.int8.onnx", "decoder": "decoder.int8.onnx"}}
+EXPORTABLE = {"diffusion": "sat-step", "ar": "ar-cached-step"}
+MAX_GRAPH_BYTES = 2 * 1024 ** 3   # protobuf's own limit for a graph with its weights inside
+EXTRA_HINT = "pip install 'gryphone[onnx]'"
+
+
+def is_export(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / SPEC_FILE).is_file()
+
+
+class ExportedRecognizer:
+    """The seam's decoding half (model/recognizer.py) over two ONNX Runtime sessions."""
+
+    def __init__(self, spec: dict, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec, sessions: tuple):
+        self.kind, self.cfg, self.render, self.labels = spec["kind"], cfg, render, labels
+        self.label_kind = recognizer_class(self.kind).label_kind
+        self.samplers = tuple(spec["samplers"]["available"])
+        self.default_sampler = spec["samplers"]["default"]
+        self.state = {"format": EXPORT_FORMAT, "step": spec["step"], "train_config": spec["train_config"]}
+        self.precision = spec["precision"]
+        self.encoder, self.decoder = sessions
+
+    def targets(self, latex: str) -> dict[str, np.ndarray]:
+        """As the recognizer class encodes labels (evaluation reads them; the method uses cfg and labels only)."""
+        return recognizer_class(self.kind).targets(self, latex)
+
+    def check_spec(self, spec: DecodeSpec) -> None:
+        check_decode_spec(f"{self.kind} (ONNX export)", self.samplers, spec)
+
+    def memory(self, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(self.encoder.run(None, {"images": images}))
+
+    def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
+                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
+        """images [B, 1, H, W] (tensor or array) -> LaTeX, as Recognizer.recognize (no `history`)."""
+        spec = spec or DecodeSpec(self.default_sampler)
+        self.check_spec(spec)
+        if isinstance(images, torch.Tensor):
+            images = images.detach().cpu().numpy()
+        images = np.ascontiguousarray(images, dtype=np.float32)
+        mem_k, mem_v = self.memory(images)
+        b = images.shape[0]
+        if self.label_kind == "sat":
+            def step(sym: np.ndarray, mod: np.ndarray):
+                return self.decoder.run(None, {"symbols": sym, "modifiers": mod, "mem_k": mem_k, "mem_v": mem_v})
+
+            if spec.sampler == "mask-predict":
+                sym, mod, logits = mask_predict(step, b, self.cfg.max_len, spec.T)
+            else:
+                sym, mod, logits = remask(step, b, self.cfg.max_len, spec.T, spec.seed, spec.sampler == "remask-keep")
+            s_log, m_log = final_log_probs({"sym": torch.from_numpy(logits[0]), "mod": torch.from_numpy(logits[1])})
+            return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
+
+        def ar_step(token, position, past_k, past_v):
+            return self.decoder.run(None, {"token": token, "position": position, "past_k": past_k, "past_v": past_v,
+                                           "mem_k": mem_k, "mem_v": mem_v})
+
+        ids, probs = greedy(ar_step, b, self.cfg.max_len, (mem_k.shape[0], mem_k.shape[2], mem_k.shape[4]))
+        return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+
+
+def read_export(folder: str | Path, device: str = "cpu", precision: str | None = None,
+                threads: int = 0) -> ExportedRecognizer:
+    """The recognizer an export folder holds; CheckpointError naming the file on anything unusable.
+    precision: "fp32" | "int8" (default: what the export was asked for); threads: ONNX Runtime's
+    intra-op threads (0: its default)."""
+    folder = Path(folder)
+    spec, cfg, render, labels = _read_spec(folder / SPEC_FILE)
+    precision = precision or spec["precision"]
+    graphs = spec["graphs"].get(precision)
+    if not isinstance(graphs, dict):
+        raise CheckpointError(f"{folder / SPEC_FILE}: the export has no {precision} graphs "
+                              f"(it has {', '.join(spec['graphs'])})")
+    sessions = tuple(_session(folder, graphs.get(part), device, threads) for part in ("encoder", "decoder"))
+    spec["precision"] = precision
+    return ExportedRecognizer(spec, cfg, render, labels, sessions)
+
+
+def _read_spec(path: Path) -> tuple[dict, RecognizerConfig, RenderSpec, LabelSpec]:
+    try:
+        spec = json.loads(read_capped(path, 64 * 1024 * 1024))
+    except FileRefused as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(spec, dict) or spec.get("format") != EXPORT_FORMAT:
+        found = spec.get("format") if isinstance(spec, dict) else type(spec).__name__
+        raise CheckpointError(f"{path}: not a gryphone ONNX export (format {found!r}, expected {EXPORT_FORMAT!r})")
+    try:
+        if EXPORTABLE.get(spec["kind"]) != spec["decoder_graph"]:
+            raise ValueError(f"kind {spec['kind']!r} with decoder graph {spec['decoder_graph']!r}")
+        cfg = config_from_dict(spec["model_config"])
+        render, labels = RenderSpec.from_dict(spec["render"]), LabelSpec.from_dict(spec["labels"])
+        samplers = spec["samplers"]
+        if not (isinstance(samplers.get("available"), list) and samplers.get("default") in samplers["available"]):
+            raise ValueError("samplers: 'available' must list the 'default'")
+        if not isinstance(spec["graphs"], dict) or spec.get("precision") not in spec["graphs"]:
+            raise ValueError("graphs must map each precision (fp32, int8) to its encoder and decoder")
+        int(spec["step"]), dict(spec["train_config"])
+    except (KeyError, TypeError, AttributeError, ValueError, RecognizerConfigError, RenderSpecError,
+            LabelSpecError) as exc:
+        raise CheckpointError(f"{path}: cannot read the export's specs: {exc}") from None
+    return spec, cfg, render, labels
+
+
+def _session(folder: Path, name: object, device: str, threads: int):
+    """An ONNX Runtime session of one graph file of the folder, checked before it is handed over."""
+    where = folder / str(name)
+    if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
+        raise CheckpointError(f"{folder / SPEC_FILE}: graph name {ascii(name)[:60]} is not a plain file name")
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx.external_data_helper import uses_external_data
+    except ImportError:
+        raise CheckpointError(f"{folder}: reading an ONNX export needs onnxruntime and onnx: {EXTRA_HINT}") from None
+    try:
+        data = read_capped(where, MAX_GRAPH_BYTES, root=folder)
+        graph = onnx.load_from_string(data)
+    except FileRefused as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    except Exception as exc:  # protobuf's decode errors have no common base
+        raise CheckpointError(f"{where}: not an ONNX graph: {type(exc).__name__}: {exc}") from None
+    if any(uses_external_data(t) for t in graph.graph.initializer):
+        raise CheckpointError(f"{where}: refused: the graph keeps weights in external files")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    providers = ["CPUExecutionProvider"]
+    if device == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
+        providers.insert(0, "CUDAExecutionProvider")
+    try:
+        return ort.InferenceSession(data, options, providers=providers)
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise CheckpointError(f"{where}: ONNX Runtime cannot load it: {str(exc).splitlines()[0][:200]}") from None

@@ -1,0 +1,112 @@
+"""GryphOne's samplers and the AR baseline's greedy loop in NumPy, around one decoder-step function.
+
+They mirror model/diffusion.py and model/autoregressive.py step for step, so an exported model
+decodes what the PyTorch one does: the same argmax, PAD truncation and re-mask rules, and for the
+random re-mask sampler the same positions, drawn from a `torch.Generator` seeded as the PyTorch
+path seeds it (torch's CPU stream; NumPy's would differ).
+
+`step(symbols, modifiers) -> (symbol logits, modifier logits)` [B, L, V] is one refinement step;
+`ar_step(token, position, past_k, past_v) -> (logits [B, V], new_k, new_v)` one cached token step.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from tokenizer.vocab import SATVocab, TokenVocab
+
+PAD, MASK = SATVocab.PAD, SATVocab.MASK
+BOS, EOS = TokenVocab.BOS, TokenVocab.EOS
+
+SATStep = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+ARStep = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def no_mask(logits: np.ndarray) -> np.ndarray:
+    """MASK is an input-only token: never predicted."""
+    out = logits.astype(np.float32, copy=True)
+    out[..., MASK] = -np.inf
+    return out
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def truncate_after_pad(sym: np.ndarray, mod: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    after = np.cumsum(sym == PAD, axis=1) > 0
+    return np.where(after, PAD, sym), np.where(after, PAD, mod)
+
+
+def remask(step: SATStep, batch: int, length: int, T: int, seed: int,
+           keep_visible: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """diffusion.sample_remask: (symbols, modifiers, the last step's logits)."""
+    gen = torch.Generator().manual_seed(seed)
+    sym = np.full((batch, length), MASK, dtype=np.int64)
+    mod = sym.copy()
+    for t in range(T, 0, -1):
+        logits = step(sym, mod)
+        p_sym, p_mod = no_mask(logits[0]).argmax(-1), no_mask(logits[1]).argmax(-1)
+        if keep_visible:
+            p_sym, p_mod = np.where(sym == MASK, p_sym, sym), np.where(mod == MASK, p_mod, mod)
+        p_sym, p_mod = truncate_after_pad(p_sym, p_mod)
+        if t == 1:
+            return p_sym, p_mod, logits
+        drawn = torch.rand(batch, length, generator=gen).numpy() < np.float32((t - 1) / T)
+        sym, mod = np.where(drawn, MASK, p_sym), np.where(drawn, MASK, p_mod)
+    raise AssertionError("unreachable")
+
+
+def mask_predict(step: SATStep, batch: int, length: int,
+                 T: int) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """diffusion.sample_mask_predict: keep confident tokens, re-mask the least confident."""
+    sym = np.full((batch, length), MASK, dtype=np.int64)
+    mod = sym.copy()
+    conf = np.zeros((batch, length), dtype=np.float32)
+    positions = np.arange(length)[None]
+    for s in range(T):
+        masked = sym == MASK
+        logits = step(sym, mod)
+        ps_all, ms_all = softmax(no_mask(logits[0])), softmax(no_mask(logits[1]))
+        sym = np.where(masked, ps_all.argmax(-1), sym)
+        mod = np.where(masked, ms_all.argmax(-1), mod)
+        conf = np.where(masked, ps_all.max(-1) * ms_all.max(-1), conf)
+        sym, mod = truncate_after_pad(sym, mod)
+        has_pad = (sym == PAD).any(1)
+        n_len = np.where(has_pad, (sym == PAD).argmax(1), length)
+        n_mask = np.floor(n_len.astype(np.float32) * (T - 1 - s) / T).astype(np.int64)
+        if (n_mask == 0).all():
+            if s == T - 1:
+                return sym, mod, logits
+            continue
+        ranked = np.where(positions < n_len[:, None], conf, np.inf)
+        rank = np.empty_like(positions.repeat(batch, 0))
+        np.put_along_axis(rank, ranked.argsort(1, kind="stable"), positions.repeat(batch, 0), 1)
+        drawn = rank < n_mask[:, None]
+        sym, mod = np.where(drawn, MASK, sym), np.where(drawn, MASK, mod)
+    return sym, mod, logits
+
+
+def greedy(ar_step: ARStep, batch: int, max_len: int, cache_shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """autoregressive.greedy with the decoder's self-attention cache carried between steps:
+    (ids [B, <=max_len] BOS ... EOS PAD, each written token's probability [B, width - 1]).
+    cache_shape: (layers, heads, head_dim)."""
+    layers, heads, head_dim = cache_shape
+    past_k = np.zeros((layers, batch, heads, 0, head_dim), dtype=np.float32)
+    past_v = past_k.copy()
+    out = np.full((batch, 1), BOS, dtype=np.int64)
+    probs = np.zeros((batch, 0), dtype=np.float32)
+    done = np.zeros(batch, dtype=bool)
+    for pos in range(max_len - 1):
+        logits, past_k, past_v = ar_step(out[:, -1:], np.array([pos], dtype=np.int64), past_k, past_v)
+        nxt = np.where(done, PAD, logits.argmax(-1))
+        p = softmax(logits.astype(np.float32))
+        probs = np.concatenate([probs, np.take_along_axis(p, nxt[:, None], 1)], 1)
+        out = np.concatenate([out, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    return out, probs

@@ -1,0 +1,123 @@
+"""ONNX export on micro-trained checkpoints: the exported folder decodes exactly what PyTorch does
+(GryphOne's three samplers, AR greedy), loads wherever a checkpoint does, and refuses what it cannot
+export or read with one line naming the file."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from model import CheckpointError, DecodeSpec, load
+from model.onnx_export import export_onnx
+from model.onnx_runtime import read_export
+from train import eval as eval_cli
+from train import export_onnx as export_cli
+from train import predict
+from train.data import ShardDataset, collate, load_split_data
+from test_train import micro_cfg, micro_data  # noqa: F401  (the fixture)
+
+onnxruntime = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+
+
+def _train(data: Path, out: Path, *overrides: str) -> Path:
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    return train(micro_cfg(data, out, "log_every=1000", *overrides))
+
+
+@pytest.fixture(scope="module")
+def runs(micro_data, tmp_path_factory):  # noqa: F811
+    """A GryphOne and an AR micro checkpoint (short runs: parity needs a model, not a good one)."""
+    root = tmp_path_factory.mktemp("onnx")
+    return {"diffusion": _train(micro_data, root / "gryphone", "max_steps=150"),
+            "ar": _train(micro_data, root / "ar", "max_steps=150", "model.kind=ar")}
+
+
+def _images(loaded, data: Path) -> torch.Tensor:
+    """The four micro images and the same four shifted: eight inputs, some the model reads badly."""
+    rec = loaded.recognizer
+    split = load_split_data(data / "train", rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
+    images = collate([it for it in ShardDataset(split, rec.render.size)])["image"]
+    return torch.cat([images, torch.roll(images, shifts=(3, -5), dims=(2, 3))])
+
+
+@pytest.mark.parametrize("kind, specs", [
+    ("diffusion", [DecodeSpec("remask", T=1), DecodeSpec("remask", T=10, seed=0), DecodeSpec("remask", T=10, seed=7),
+                   DecodeSpec("remask-keep", T=10, seed=3), DecodeSpec("mask-predict", T=10),
+                   DecodeSpec("remask", T=10, valid=False)]),
+    ("ar", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
+])
+def test_fp32_export_decodes_what_pytorch_decodes(runs, micro_data, tmp_path, kind, specs):  # noqa: F811
+    loaded = load(runs[kind])
+    export_onnx(loaded, tmp_path / "onnx")
+    exported = load(tmp_path / "onnx")
+    assert exported.render == loaded.render and exported.labels.to_dict() == loaded.labels.to_dict()
+    images = _images(loaded, micro_data)
+    for spec in specs:
+        conf_torch, conf_onnx = [], []
+        want = loaded.recognizer.recognize(images, spec, confidences=conf_torch)
+        got = exported.recognizer.recognize(images, spec, confidences=conf_onnx)
+        assert got == want, spec
+        assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)
+        assert all(0.0 < c <= 1.0 for c in conf_onnx)
+
+
+def test_int8_export_loads_and_reads(runs, micro_data, tmp_path):  # noqa: F811
+    loaded = load(runs["diffusion"])
+    export_onnx(loaded, tmp_path / "onnx", int8=True)
+    spec = json.loads((tmp_path / "onnx" / "gryphone-onnx.json").read_text())
+    assert spec["precision"] == "int8" and set(spec["graphs"]) == {"fp32", "int8"}
+    assert load(tmp_path / "onnx").recognizer.precision == "int8"
+    assert read_export(tmp_path / "onnx", precision="fp32").precision == "fp32"
+    out = load(tmp_path / "onnx").recognizer.recognize(_images(loaded, micro_data), DecodeSpec("remask", T=10))
+    assert len(out) == 8 and all(isinstance(t, str) for t in out)
+
+
+def test_cli_export_then_eval_and_predict_take_the_folder(runs, micro_data, tmp_path, capsys):  # noqa: F811
+    assert export_cli.main(["--ckpt", str(runs["diffusion"]), "--out", str(tmp_path / "onnx"), "--check"]) == 0
+    assert "decode identically" in capsys.readouterr().out
+    args = ["--data", str(micro_data), "--splits", "train", "--T", "10", "--seeds", "1"]
+    assert eval_cli.main(["--ckpt", str(runs["diffusion"]), *args, "--json", str(tmp_path / "a.json")]) == 0
+    assert eval_cli.main(["--ckpt", str(tmp_path / "onnx"), *args, "--json", str(tmp_path / "b.json")]) == 0
+    a, b = (json.loads((tmp_path / f).read_text())["results"]["train"] for f in ("a.json", "b.json"))
+    assert [p["hyp"] for p in a["predictions"]] == [p["hyp"] for p in b["predictions"]]
+    png = tmp_path / "x.png"
+    from PIL import Image
+    Image.fromarray((255 - 255 * _images(load(runs["diffusion"]), micro_data)[0, 0].numpy()).astype("uint8")).save(png)
+    capsys.readouterr()
+    assert predict.main(["--ckpt", str(tmp_path / "onnx"), str(png)]) == 0
+    assert capsys.readouterr().out.startswith(f"{png}\t")
+
+
+def test_unexportable_kind_is_one_line(micro_data, tmp_path, capsys):  # noqa: F811
+    ckpt = _train(micro_data, tmp_path / "pf", "max_steps=1", "model.kind=posformer", "model.encoder=vit")
+    assert export_cli.main(["--ckpt", str(ckpt), "--out", str(tmp_path / "onnx")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "posformer is not exportable yet" in err
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_bad_export_folders_are_refused_by_name(runs, tmp_path):
+    export_onnx(load(runs["ar"]), tmp_path / "good")
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "good", bad)
+    spec_file = bad / "gryphone-onnx.json"
+    spec = json.loads(spec_file.read_text())
+    spec_file.write_text(json.dumps({**spec, "graphs": {"fp32": {"encoder": "../good/encoder.onnx",
+                                                                 "decoder": "decoder.onnx"}}}))
+    with pytest.raises(CheckpointError, match="not a plain file name"):
+        load(bad)
+    spec_file.write_text(json.dumps(spec))
+    (bad / "decoder.onnx").write_bytes(b"not a graph at all")
+    with pytest.raises(CheckpointError, match=r"decoder\.onnx: not an ONNX graph"):
+        load(bad)
+    spec_file.write_text("{")
+    with pytest.raises(CheckpointError, match="gryphone-onnx.json: not JSON"):
+        load(bad)
+    spec_file.write_text(json.dumps({**spec, "kind": "posformer"}))
+    with pytest.raises(CheckpointError, match="cannot read the export's specs"):
+        load(bad)

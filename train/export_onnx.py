@@ -1,0 +1,74 @@
+"""Export a trained checkpoint as ONNX graphs that ONNX Runtime decodes without PyTorch's model code.
+
+    python -m train.export_onnx --ckpt runs/demo/ckpt.pt --out runs/demo/onnx [--int8]
+    python -m train.predict --ckpt runs/demo/onnx formula.png      # any --ckpt takes the folder
+
+Writes encoder.onnx (images -> the decoder's memory keys/values), decoder.onnx (GryphOne: one
+refinement step of the SAT decoder; the AR baseline: one cached token step) and gryphone-onnx.json
+(render and label specs with the vocabularies, model kind and config, sampler settings). --int8
+adds dynamically quantized copies (encoder.int8.onnx, decoder.int8.onnx) and makes them the
+folder's default. PosFormer and HVT are refused for now. --check decodes a few random images with
+both PyTorch and ONNX Runtime and reports whether they agree. Needs the `onnx` extra.
+
+Exit status: 0 exported; 1 an unusable checkpoint, a recognizer that cannot be exported yet, or a
+missing extra; 2 bad command line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from model import CheckpointError, DecodeSpec, load
+from model.onnx_export import export_onnx
+from model.onnx_runtime import EXTRA_HINT, read_export
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m train.export_onnx", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
+    ap.add_argument("--out", required=True, type=Path, help="folder for the graphs and gryphone-onnx.json")
+    ap.add_argument("--int8", action="store_true", help="also write dynamically int8-quantized graphs (the default then)")
+    ap.add_argument("--no-ema", action="store_true", help="export the raw weights even when the run kept an EMA")
+    ap.add_argument("--check", action="store_true", help="compare PyTorch and ONNX Runtime outputs on random images")
+    return ap
+
+
+def check_parity(ckpt: str, out: Path, use_ema: bool, n: int = 4) -> str:
+    """One line: how many of n random images decode to the same string in both paths (fp32)."""
+    loaded = load(ckpt, use_ema=use_ema)
+    exported = read_export(out, precision="fp32")
+    images = torch.rand(n, 1, *loaded.render.size).pow(8)  # sparse bright strokes, roughly ink-like
+    spec = DecodeSpec(loaded.recognizer.default_sampler, T=10)
+    a, b = loaded.recognizer.recognize(images, spec), exported.recognize(images, spec)
+    same = sum(x == y for x, y in zip(a, b))
+    return f"check: {same} of {n} random images decode identically ({spec.name}, fp32)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        loaded = load(args.ckpt, use_ema=not args.no_ema)
+        if loaded.recognizer.kind not in ("diffusion", "ar"):
+            raise ValueError(f"{args.ckpt}: ONNX export supports GryphOne (diffusion) and ar checkpoints; "
+                             f"{loaded.recognizer.kind} is not exportable yet")
+        import onnx  # noqa: F401  (torch.onnx.export needs it)
+        spec_path = export_onnx(loaded, args.out, int8=args.int8, used_ema=not args.no_ema)
+        print(f"wrote {args.out}: {', '.join(sorted(p.name for p in args.out.iterdir()))}")
+        if args.check:
+            print(check_parity(args.ckpt, args.out, not args.no_ema))
+    except ImportError:
+        print(f"error: ONNX export needs onnx and onnxruntime: {EXTRA_HINT}", file=sys.stderr)
+        return 1
+    except (CheckpointError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"read it with: python -m train.predict --ckpt {args.out} FILE...   ({spec_path.name} holds the specs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
