@@ -92,6 +92,7 @@ def make_server(backend: Backend, host: str = "127.0.0.1", port: int = 8000, *, 
 class Handler(BaseHTTPRequestHandler):
     server: RecognitionServer
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.0"  # so a malformed request line is answered with a status line and JSON
     server_version = "gryphone-serve"
     timeout = 30  # a client that stops sending mid-request frees its thread after this many seconds
 
