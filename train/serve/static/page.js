@@ -135,15 +135,17 @@ function T() {
 function recognizeStrokes() {
   clearTimeout(timer);
   if (!strokes.length) { setState("idle", "Write something above."); return; }
-  post(JSON.stringify({ strokes: strokes, T: T() }), "application/json", "");
+  post(JSON.stringify({ strokes: strokes, T: T() }), "application/json", "", String(strokes.length));
 }
 
 function recognizeImage(file) {
   if (!file) return;
-  post(file, file.type || "application/octet-stream", "?T=" + T());
+  post(file, file.type || "application/octet-stream", "?T=" + T(), "image");
 }
 
-async function post(body, type, query) {
+// source: what was sent ("3" strokes, or "image"); the page notes it on <body data-read> with the
+// answer, so a test can wait for the answer to its last stroke rather than to an earlier one
+async function post(body, type, query, source) {
   const id = ++seq;
   setState("busy", "reading…");
   let answer, ok;
@@ -156,6 +158,7 @@ async function post(body, type, query) {
     answer = { error: "the server cannot be reached (" + err.message + ")" };
   }
   if (id !== seq) return;
+  document.body.dataset.read = source;
   if (!ok) { setState("error", answer.error || "failed", true); return; }
   show(answer);
 }
@@ -299,6 +302,11 @@ document.addEventListener("paste", (e) => {
 });
 
 // -- start ---------------------------------------------------------------------------------------
+$("seen").addEventListener("load", () => {  // small canvases (64 px) are shown at 2x or more, pixels kept
+  const img = $("seen");
+  img.style.width = img.naturalWidth * Math.max(1, Math.floor(128 / img.naturalHeight)) + "px";
+});
+
 async function start() {
   resize();
   try {
