@@ -15,6 +15,8 @@ _CACHE: dict[str, Path] = {}
 
 
 def micro_data(root: Path) -> Path:
+    """Shards of LABELS' synthetic inks (made once a session, under the first caller's root: the inks
+    are at `micro_data(root).parent / "ink"`)."""
     from datasets_prep.inkml import convert
     from datasets_prep.synth import generate
 

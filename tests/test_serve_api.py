@@ -60,8 +60,7 @@ def server(backend):
 def inks(root):
     from datasets_prep.readers import read_inkml
 
-    micro_data(root)
-    files = sorted((root / "ink" / "train").glob("*.inkml"))
+    files = sorted((micro_data(root).parent / "ink" / "train").glob("*.inkml"))
     return [(f, read_inkml(f.read_bytes(), str(f))) for f in files]
 
 
@@ -295,6 +294,8 @@ def test_other_sites_and_rebinding_host_names_are_refused(server, inks):
     status, headers, answer = request(server.url + "api/recognize", body,
                                       {**JSON, "Origin": "https://evil.example"})
     assert "cross-site" in assert_json_error(status, headers, answer, 403)
+    status, headers, answer = request(server.url + "api/recognize", body, {**JSON, "Origin": "null"})
+    assert_json_error(status, headers, answer, 403)
     status, headers, answer = request(server.url + "api/info", headers={"Host": "evil.example:8000"})
     assert_json_error(status, headers, answer, 403)
     port = server.server.server_address[1]
@@ -387,6 +388,8 @@ def test_the_cli_exit_codes(root, tmp_path):
     bad.write_bytes(b"not a checkpoint")
     proc = run("--ckpt", str(bad))
     assert proc.returncode == 1 and "broken.pt" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("--ckpt", str(micro_checkpoint(root)), "--device", "nonsense")
+    assert proc.returncode == 1 and "nonsense" in proc.stderr and "Traceback" not in proc.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -1,5 +1,5 @@
 """The drawing page in a real browser: headless Chromium (Debian's) driven by Selenium through the
-system chromedriver. Draws a formula stroke by stroke with pointer events (mouse and pen), waits for
+system chromedriver. Draws a formula stroke by stroke with pointer events (mouse, pen, touch), waits for
 the LaTeX, checks it parses and the refinement steps are shown, replays them, undoes, uploads an
 image. Skips with the reason when chromium, chromedriver or selenium is absent (.ci/install-browser
 installs them).
@@ -48,8 +48,7 @@ def setup(tmp_path_factory):
         ink = synthesize(label, np.random.default_rng(11))
     else:  # the micro model knows four inks; draw one of them
         ckpt, label, must_read = str(micro_checkpoint(root)), LABELS[0], False
-        micro_data(root)
-        files = sorted((root / "ink" / "train").glob("*.inkml"))
+        files = sorted((micro_data(root).parent / "ink" / "train").glob("*.inkml"))
         inks = [read_inkml(f.read_bytes(), str(f)) for f in files]
         ink = next(i for i in inks if i.annotations.get("normalizedLabel") == label)
     server = Running(make_server(Backend.load(ckpt), "127.0.0.1", 0))
@@ -99,14 +98,14 @@ def test_a_drawn_formula_is_read_and_its_refinement_shown(setup):
     assert driver.find_element(By.ID, "step-label").text == "step 10 of 10"
 
 
-def test_undo_clear_and_a_smaller_T(setup):
+def test_touch_strokes_undo_clear_and_a_smaller_T(setup):
     from selenium.webdriver.common.by import By
 
     server, driver, ink, _, _ = setup
     _open(driver, server.url)
     driver.execute_script("document.getElementById('T').value = '3';")
     canvas = driver.find_element(By.ID, "pad")
-    n = draw_ink(driver, canvas, ink, kinds=("pen",))
+    n = draw_ink(driver, canvas, ink, kinds=("touch",))
     assert wait_for_answer(driver, str(n)) == "done"
     assert len(driver.find_elements(By.CSS_SELECTOR, "#steps .step")) == 3
     driver.find_element(By.ID, "undo").click()

@@ -9,7 +9,8 @@ Routes:
 Every failure is a JSON `{"error": reason}` with a 4xx status; an unexpected exception is logged here
 and answered with a 500 that carries no traceback. Bound to a loopback address the server also
 refuses requests whose Host header names another machine (a web page cannot reach it by DNS
-rebinding) and cross-site POSTs (an Origin that is not the page's own).
+rebinding) and cross-site POSTs (an Origin that is not a loopback one; "null", which a sandboxed frame sends,
+included).
 """
 from __future__ import annotations
 
@@ -209,7 +210,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._refuse_method("GET")
             raise RequestError(404, f"no such endpoint {path[:100]!r}")
         origin = self.headers.get("Origin")
-        if self.server.local_only and origin not in (None, "null") and not is_loopback(_host_name(urlsplit(origin).netloc)):
+        if self.server.local_only and origin is not None and not is_loopback(_host_name(urlsplit(origin).netloc)):
             self.close_connection = True
             raise RequestError(403, f"cross-site request from {origin[:100]!r} refused")
         try:

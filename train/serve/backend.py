@@ -78,6 +78,8 @@ class Backend:
             model, vocab, mcfg, state = load_model(ckpt, device)
         except CheckpointError as exc:
             raise BackendError(str(exc)) from None
+        except (RuntimeError, ValueError) as exc:  # an unknown or absent device
+            raise BackendError(f"cannot load {ckpt} on device {device!r}: {exc}") from None
         return cls(model, vocab, mcfg, state, device)
 
     @property
