@@ -10,7 +10,6 @@ must also read right (benchmarks/bench_serve.py times the same page and saves it
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
