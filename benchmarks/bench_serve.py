@@ -1,11 +1,12 @@
 """The drawing page's round trip: a formula drawn with pointer events in headless Chromium -> LaTeX
 shown on the page, timed from the click on "Recognize" to the answer on screen, N times.
 
-    python benchmarks/bench_serve.py --ckpt runs/demo/ckpt.pt [--n 20] [--screenshot docs/serve-page.png]
+    python benchmarks/bench_serve.py --ckpt runs/demo/ckpt.pt [--n 20] [--writers 10] [--screenshot docs/serve-page.png]
 
 Starts `python -m train.serve` (a separate process, as a user would), draws the synthesizer's ink of
 --label into the canvas stroke by stroke, waits for the page to read it, then clicks Recognize --n
-times in a row. Prints the reading, p50/p90/min/max of the page's round trip and the server's own
+times in a row. --writers K first draws K synthetic writers (seeds --seed..) one after the other and
+counts how many the page reads right. Prints the reading, p50/p90/min/max of the page's round trip and the server's own
 time per request (stroke rasterizing + decoding), as JSON with --json. Needs what the browser test
 needs (.ci/install-browser). Exit status: 0 measured (and read right unless --any); 1 read wrong or
 the server did not start; 2 bad command line.
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--label", default="x^{2}+3=7", help="what to draw (default: %(default)s, in the demo's symbols)")
-    ap.add_argument("--seed", type=int, default=11, help="the synthetic writer's seed (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=0, help="the synthetic writer's seed (default: %(default)s)")
+    ap.add_argument("--writers", type=int, default=1, help="writers to draw and read (default: %(default)s)")
     ap.add_argument("--n", type=int, default=20, help="timed round trips (default: %(default)s)")
     ap.add_argument("--T", type=int, default=10, help="diffusion steps (default: %(default)s)")
     ap.add_argument("--threads", type=int, default=0, help="the server's torch threads, 0 = torch's choice")
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from datasets_prep.synth import synthesize
 
-    ink = synthesize(args.label, np.random.default_rng(args.seed))
+    inks = [synthesize(args.label, np.random.default_rng(args.seed + k)) for k in range(max(1, args.writers))]
     server = subprocess.Popen([sys.executable, "-m", "train.serve", "--ckpt", args.ckpt, "--port", "0", "--quiet",
                                "--T", str(args.T), "--threads", str(args.threads)],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -96,11 +98,15 @@ def main(argv: list[str] | None = None) -> int:
 
                 WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.body.dataset.ready"))
                 canvas = driver.find_element("id", "pad")
-                t0 = time.perf_counter()
-                n = draw_ink(driver, canvas, ink, kinds=("pen",))
-                drawn_s = time.perf_counter() - t0
-                wait_for_answer(driver, str(n))
-                latex = driver.find_element("id", "latex").text
+                readings = []
+                for ink in reversed(inks):  # the --seed writer last: it is timed and pictured
+                    driver.find_element("id", "clear").click()
+                    t0 = time.perf_counter()
+                    n = draw_ink(driver, canvas, ink, kinds=("pen",))
+                    drawn_s = time.perf_counter() - t0
+                    wait_for_answer(driver, str(n))
+                    readings.append(driver.find_element("id", "latex").text)
+                latex = readings[-1]
                 if args.screenshot:
                     driver.save_screenshot(str(args.screenshot))
                 driver.set_script_timeout(60 + 30 * args.n)
@@ -111,12 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait(30)
     result = {"label": args.label, "read": latex, "right": latex == args.label, "strokes": n, "T": args.T,
+              "writers": len(inks), "writers_right": sum(r == args.label for r in readings),
               "n": args.n, "page_ms": summary(times["page"]), "server_ms": summary(times["server"]),
               "drawing_s": round(drawn_s, 1)}
     if args.json:
         print(json.dumps(result))
     else:
         print(f"drew {args.label!r} in {n} strokes; the page read {latex!r} ({'right' if result['right'] else 'WRONG'})")
+        if len(inks) > 1:
+            print(f"{result['writers_right']} of {len(inks)} writers (seeds {args.seed}..{args.seed + len(inks) - 1}) read right")
         for key in ("page_ms", "server_ms"):
             s = result[key]
             print(f"{key:>9}: p50 {s['p50']} ms, p90 {s['p90']}, min {s['min']}, max {s['max']} (n={args.n}, T={args.T})")

@@ -44,7 +44,7 @@ def setup(tmp_path_factory):
     demo = os.environ.get("GRYPHONE_SERVE_CKPT")
     if demo:
         ckpt, label, must_read = demo, DEMO_LABEL, True
-        ink = synthesize(label, np.random.default_rng(11))
+        ink = synthesize(label, np.random.default_rng(0))
     else:  # the micro model knows four inks; draw one of them
         ckpt, label, must_read = str(micro_checkpoint(root)), LABELS[0], False
         files = sorted((micro_data(root).parent / "ink" / "train").glob("*.inkml"))
