@@ -182,6 +182,8 @@ class Handler(BaseHTTPRequestHandler):
         self._error(code, message or phrase)
 
     def _get(self) -> None:
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0"):
+            self.close_connection = True  # a body we do not read must not be taken for the next request
         path = urlsplit(self.path).path
         if path in PAGES:
             name, ctype = PAGES[path]
