@@ -118,16 +118,17 @@ def test_strokes_reach_the_model_exactly_as_the_training_shards_draw_them(backen
     """The page's strokes -> the backend's canvas must equal train.predict's tensor for the InkML file
     and the shard's own image, bit for bit (same renderer, same stored settings)."""
     from train.data import ShardDataset, load_split_data
-    from train.inference import load_model
+    from model import load
     from train.predict import load_input
 
-    _, vocab, mcfg, state = load_model(micro_checkpoint(root))
-    data = load_split_data(micro_data(root) / "train", vocab, mcfg.max_len, keep_all=True)
-    dataset = ShardDataset(data, mcfg.image_size)
+    loaded = load(micro_checkpoint(root))
+    rec = loaded.recognizer
+    data = load_split_data(micro_data(root) / "train", rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
+    dataset = ShardDataset(data, loaded.render.size)
     by_path = {p: i for i, p in enumerate(data.table.column("path").to_pylist())}
     for path, ink in inks:
         canvas = torch.from_numpy(backend.canvas_from_strokes([s[:, :2] for s in ink.strokes]))[None]
-        expected, _ = load_input(path, mcfg.image_size, render=state["render"])
+        expected, _ = load_input(path, loaded.render)
         assert torch.equal(canvas, expected), path
         row = next(i for p, i in by_path.items() if p.endswith(path.name))
         assert torch.equal(canvas, dataset[int(np.flatnonzero(data.rows == row)[0])]["image"]), path
@@ -135,7 +136,7 @@ def test_strokes_reach_the_model_exactly_as_the_training_shards_draw_them(backen
         image_path = root / f"{path.stem}.png"
         image_path.write_bytes(png)
         assert torch.equal(torch.from_numpy(backend.canvas_from_image(png))[None],
-                           load_input(image_path, mcfg.image_size, render=state["render"])[0])
+                           load_input(image_path, loaded.render)[0])
 
 
 def test_the_same_strokes_read_the_same_under_concurrent_requests(server, inks):

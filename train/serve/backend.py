@@ -1,12 +1,6 @@
-"""The server's one link to the recognizer: load a checkpoint, draw input as training data was drawn,
-decode with the refinement history.
-
-Everything else in train.serve talks to `Backend` only, so when inference moves (train.inference ->
-a `model.load(ckpt)` API) this is the one module to re-point. What it calls today:
-  train.inference.load_model(path, device) -> (model, vocab, model config, checkpoint dict)
-  train.inference.recognize(model, vocab, images, DecoderSpec, history=list) -> [latex]
-  datasets_prep.render.render_ink(Ink, size, **checkpoint["render"])   (as train.predict draws InkML)
-  datasets_prep.image_intake.image_to_canvas(bytes, size, ...)          (as train.predict reads images)
+"""The server's one link to the recognizer: load a checkpoint (or an ONNX export folder) with
+`model.load`, draw input exactly as the training data was drawn (its RenderSpec, through
+datasets_prep.canvas, as train.predict does), decode with the refinement history.
 """
 from __future__ import annotations
 
@@ -19,7 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-RENDER_KEYS = ("stroke_width", "margin", "antialias", "max_glyph")
+from datasets_prep.canvas import draw_ink, fit_image
+from datasets_prep.image_intake import ImageError
+from datasets_prep.ink import Ink
+from datasets_prep.render import png_bytes
+from model import CheckpointError, DecodeSpec, Loaded, load
+from tokenizer import tokenize
 
 
 class BackendError(Exception):
@@ -59,73 +58,56 @@ class Reading:
 class Backend:
     """A loaded checkpoint behind a lock (one decode at a time; drawing and decoding inputs run outside it)."""
 
-    def __init__(self, model, vocab, mcfg, state: dict, device: str = "cpu"):
-        self._model, self._vocab, self._state = model, vocab, state
+    def __init__(self, loaded: Loaded, device: str = "cpu"):
+        self._loaded = loaded
+        self._model = loaded.recognizer
+        self._vocab = loaded.labels.vocab
         self._lock = threading.Lock()
         self.device = device
-        self.kind: str = mcfg.kind
-        self.image_size: tuple[int, int] = (int(mcfg.image_size[0]), int(mcfg.image_size[1]))
-        self.max_len: int = int(mcfg.max_len)
-        self.render: dict = dict(state.get("render") or {})
-        self.step: int = int(state.get("step", 0))
+        self.kind: str = self._model.kind
+        self.image_size: tuple[int, int] = loaded.render.size
+        self.max_len: int = int(self._model.cfg.max_len)
+        self.step: int = loaded.step
 
     @classmethod
     def load(cls, ckpt: str, device: str = "cpu") -> "Backend":
-        from train.checkpoint import CheckpointError
-        from train.inference import load_model
-
         try:
-            model, vocab, mcfg, state = load_model(ckpt, device)
+            loaded = load(ckpt, device)
         except CheckpointError as exc:
             raise BackendError(str(exc)) from None
         except (RuntimeError, ValueError) as exc:  # an unknown or absent device
             raise BackendError(f"cannot load {ckpt} on device {device!r}: {exc}") from None
-        return cls(model, vocab, mcfg, state, device)
+        return cls(loaded, device)
 
     @property
     def has_steps(self) -> bool:
         """True for GryphOne (T refinement steps); the AR baseline gives one final step."""
-        return self.kind != "ar"
+        return "remask" in self._model.samplers
 
     def canvas_from_strokes(self, strokes: list[np.ndarray]) -> np.ndarray:
         """Strokes ([n, 2] arrays, y down) -> the model's input, float32 [H, W] with ink = 1, drawn
-        exactly as train.predict draws an InkML file: the checkpoint's render settings, its canvas."""
-        from datasets_prep.ink import Ink
-        from datasets_prep.render import render_ink
-
-        style = {k: self.render[k] for k in RENDER_KEYS if k in self.render}
+        exactly as train.predict draws an InkML file: the checkpoint's RenderSpec."""
         try:
-            image = render_ink(Ink(strokes=[np.asarray(s, dtype=np.float64) for s in strokes]),
-                               size=self.image_size, **style)
+            return draw_ink(self._loaded.render, Ink(strokes=[np.asarray(s, dtype=np.float64) for s in strokes]))
         except ValueError as exc:
             raise InputError(f"the ink cannot be drawn: {exc}") from None
-        return (255 - image).astype("float32") / 255.0
 
     def canvas_from_image(self, data: bytes) -> np.ndarray:
         """Image bytes -> the model's input as train.predict makes it (safe decode, ink found, fitted,
         quantized to 8 bits as the shards store it); InputError with the intake's reason."""
-        from datasets_prep.image_intake import ImageError, image_to_canvas
-
-        margin = {"margin": self.render["margin"]} if "margin" in self.render else {}
         try:
-            canvas = image_to_canvas(data, self.image_size, binarize=bool(self.render.get("binarize")), **margin)
+            return fit_image(self._loaded.render, data)
         except ImageError as exc:
             raise InputError(str(exc)) from None
-        return (np.rint(canvas * 255.0) / 255.0).astype("float32")
 
     def recognize(self, canvas: np.ndarray, T: int = 10) -> Reading:
         """One canvas -> LaTeX (always parses), its refinement steps and confidence, and the time taken."""
-        from datasets_prep.render import png_bytes
-        from train.inference import DecoderSpec, recognize
-
         t0 = time.perf_counter()
         image = torch.from_numpy(np.ascontiguousarray(canvas, dtype=np.float32))[None, None]
         history: list = []
         with self._lock:
-            if self.has_steps:
-                latex = recognize(self._model, self._vocab, image, DecoderSpec("remask", T=T), history=history)[0]
-            else:
-                latex = recognize(self._model, self._vocab, image, DecoderSpec("greedy"))[0]
+            spec = DecodeSpec("remask", T=T) if self.has_steps else DecodeSpec(self._model.default_sampler)
+            latex = self._model.recognize(image, spec, history=history)[0]
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \
             or [self._ar_step(latex)]
         confs = [c for c in steps[-1].confidence if c is not None]
@@ -152,7 +134,5 @@ class Backend:
     def _ar_step(latex: str) -> Step:
         """The AR baseline's output as its one step: LaTeX tokens, no per-token confidence (its greedy
         decoder returns ids only)."""
-        from tokenizer import tokenize
-
         tokens = tokenize(latex)
         return Step(tokens, [None] * len(tokens), latex)
