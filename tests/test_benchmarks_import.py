@@ -1,0 +1,103 @@
+"""The benchmark scripts that reach into model/ and train/ keep up with them: each imports, and
+gpu_bench's --smoke runs every part on CPU (training steps of GryphOne, PosFormer and HVT, batch-1
+decoding, a short real run on micro shards); bench_decode and tf_loss then read that run's checkpoint."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from datasets_prep.inkml import convert
+from datasets_prep.synth import generate
+from model import load
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+SCRIPTS = ("gpu_bench", "bench_decode", "tf_loss")
+
+
+def load_script(name: str):
+    """benchmarks/NAME.py as module NAME (registered first: dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", autouse=True)
+def keep_threads():
+    """The scripts set torch's thread count (one thread for tiny shapes); put it back afterwards."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def micro_shards(tmp_path_factory) -> Path:
+    """Four synthetic inks as 64x64 shards (split train)."""
+    root = tmp_path_factory.mktemp("bench-micro")
+    labels = ["x^{2}+1", "\\frac{a}{b}", "\\sqrt{y}-3", "z_{i}=0"]
+    generate(0, root / "ink", labels=labels, seed=3, fmt="mathwriting", split="train")
+    convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(64, 64), workers=1, progress=False)
+    return root / "shards"
+
+
+@pytest.fixture(scope="module")
+def smoke(micro_shards, tmp_path_factory) -> tuple[dict, Path]:
+    """gpu_bench --smoke with its real run on the micro shards: (report, run folder)."""
+    out = tmp_path_factory.mktemp("gpu-bench")
+    gpu_bench = load_script("gpu_bench")
+    rc = gpu_bench.main(["--smoke", "--data", str(micro_shards), "--run-dir", str(out / "run"),
+                         "--json", str(out / "gpu_bench.json")])
+    assert rc == 0
+    return json.loads((out / "gpu_bench.json").read_text()), out / "run"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_script_imports(name):
+    assert callable(load_script(name).main)
+
+
+def test_gpu_bench_smoke_measures_every_part(smoke):
+    report, run = smoke
+    assert report["device"] == "cpu" and "train_compiled" not in report  # --smoke: CPU, eager only
+    assert report["train_eager"]["kind"] == "diffusion" and report["train_eager"]["images_per_s"] > 0
+    others = report["train_eager_others"]
+    assert {name: r["kind"] for name, r in others.items()} == {"posformer-paper": "posformer", "hvt-paper": "hvt"}
+    assert others["posformer-paper"]["optimizer"] == "sgd" and all(r["images_per_s"] > 0 for r in others.values())
+    assert set(report["fps_batch1"]) == {"encoder", "remask_T1", "remask_T2", "ar_greedy_4tok"}
+    real = report["real_run"]
+    assert real["rc"] == 0, real["log_tail"]
+    assert [step for step, _, _ in real["curve"]] == [2, 4] and (run / "ckpt.pt").is_file()
+
+
+def test_bench_decode_reads_the_checkpoint(smoke, micro_shards, tmp_path):
+    bench_decode = load_script("bench_decode")
+    table = tmp_path / "decode.json"
+    assert bench_decode.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--split", "train",
+                              "--images", "2", "--warmup", "1", "--Ts", "1,2", "--ar-tokens", "3",
+                              "--json", str(table)]) == 0
+    names = set(json.loads(table.read_text()))
+    assert {"encoder only", "diffusion remask T=2", "diffusion mask-predict T=1", "AR greedy (3 tokens)"} <= names
+
+
+def test_bench_decode_ar_to_its_own_eos(smoke):
+    bench_decode = load_script("bench_decode")
+    diff = load(smoke[1] / "ckpt.pt").recognizer
+    ar = bench_decode.ar_beside(diff, 3)
+    fns = bench_decode.decoders(diff, ar, [1], None)
+    ids = fns["AR greedy (own EOS)"](torch.rand(1, 1, *diff.render.size))
+    assert ids.shape[0] == 1 and int(ids[0, 0]) == ar.labels.vocab.BOS
+
+
+def test_tf_loss_reads_the_checkpoint(smoke, micro_shards, capsys):
+    tf_loss = load_script("tf_loss")
+    assert tf_loss.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--splits", "train",
+                         "--limit", "4"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "step 4 train: CE" in line and line.endswith("over 4")
