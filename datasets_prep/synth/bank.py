@@ -1,18 +1,5 @@
-"""A bank of real handwritten symbols (`python -m datasets_prep.synth.bank`), and its on-disk format.
-
-Each sample is one symbol as a writer drew it, cut from a segmented InkML file (CROHME's symbol
-traceGroups; MathWriting's symbols.jsonl), keyed by the tokenizer's token, with the writer and the
-file it came from. Strokes are normalized to the symbol's box: the box's top-left corner at 0 and
-its longer side 1 (aspect kept), y down; the synthesizer scales each sample into the layout's box.
-
-On disk, a folder:
-  glyphs.npz     numeric arrays only (loaded with allow_pickle=False): `points` (P, 2) float16,
-                 `stroke_starts` (S+1) and `sample_strokes` (G+1) int64 offsets, `sample_symbol`,
-                 `sample_writer`, `sample_file` (G) int32, `sample_size` (G, 2) float32 (the
-                 normalized box), `sample_height` (G) float32 (height / the ink's median symbol height)
-  index.json     names for those ids (`symbols`, `writers`, `files`) and how it was built
-  coverage.json  symbols, samples per symbol, writers per symbol, what was skipped and why
-"""
+"""`python -m datasets_prep.synth.bank`: build a bank of real handwritten symbols from segmented
+InkML. The bank's format and loader are in bank_store.py."""
 from __future__ import annotations
 
 import argparse
