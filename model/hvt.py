@@ -160,7 +160,18 @@ class HVT(Recognizer):
 
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
+        return self._decode(*self.start(images), spec)
+
+    @torch.no_grad()
+    def decode_scored(self, images: torch.Tensor, spec: DecodeSpec,
+                      history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoded ids and each decoded token's probability, from one teacher-forced pass over them."""
         memory, state = self.start(images)
+        ids = self._decode(memory, state, spec)
+        logits, _ = self.decoder.teacher_forced(ids, state, memory)
+        return ids, logits.float().softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
+
+    def _decode(self, memory: Memory, state: State, spec: DecodeSpec) -> torch.Tensor:
         beam = spec.beam if spec.sampler == "beam" else 1
         if beam <= 1:
             return greedy(self.decoder, memory, state, self.cfg.max_len)

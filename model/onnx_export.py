@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from .load import Loaded
-from .onnx_graphs import MemoryGraph, decoder_graph
-from .onnx_runtime import EXPORT_FORMAT, EXTRA_HINT, GRAPHS, SPEC_FILE
+from .onnx_graphs import decoder_graph, memory_graph
+from .onnx_runtime import ENCODER_OUTPUTS, EXPORT_FORMAT, EXPORTABLE, EXTRA_HINT, GRAPHS, SPEC_FILE
 
 OPSET = 17
 
@@ -35,31 +35,64 @@ def _export_graphs(loaded: Loaded, out: Path) -> str:
     """encoder.onnx and decoder.onnx; returns the decoder graph's kind."""
     rec = loaded.recognizer
     step = decoder_graph(rec)  # refuses the kinds it cannot export before anything is written
-    memory = MemoryGraph(rec).eval()
+    memory = memory_graph(rec)
     images = torch.rand(2, 1, *loaded.render.size)
-    mem_axes = {1: "batch", 3: "memory"}
-    _export(memory, (images,), out / GRAPHS["fp32"]["encoder"], (["images"], ["mem_k", "mem_v"]),
-            {"images": {0: "batch"}, "mem_k": mem_axes, "mem_v": mem_axes})
+    names = ENCODER_OUTPUTS[EXPORTABLE[rec.kind]]
     with torch.no_grad():
-        mem_k, mem_v = memory(images)
-    if rec.kind == "diffusion":
-        n = rec.cfg.max_len
-        ids = torch.full((2, n), 1, dtype=torch.long)
-        _export(step, (ids, ids.clone(), mem_k, mem_v), out / GRAPHS["fp32"]["decoder"],
-                (["symbols", "modifiers", "mem_k", "mem_v"], ["sym_logits", "mod_logits"]),
-                {"symbols": {0: "batch"}, "modifiers": {0: "batch"}, "mem_k": mem_axes, "mem_v": mem_axes,
-                 "sym_logits": {0: "batch"}, "mod_logits": {0: "batch"}})
-        return "sat-step"
-    depth, _, heads, _, head_dim = mem_k.shape
+        mem = dict(zip(names, memory(images)))
+    batch_axes = {name: {0: "batch"} for name in names}
+    if "mem_k" in names:
+        batch_axes = {"mem_k": MEM_AXES, "mem_v": MEM_AXES}
+    _export(memory, (images,), out / GRAPHS["fp32"]["encoder"], (["images"], list(names)),
+            {"images": {0: "batch"}, **batch_axes})
+    kind = EXPORTABLE[rec.kind]
+    args, inputs, outputs, axes = _STEP_EXAMPLES[kind](rec, mem)
+    _export(step, args, out / GRAPHS["fp32"]["decoder"], (inputs, outputs), axes)
+    return kind
+
+
+MEM_AXES = {1: "batch", 3: "memory"}
+
+
+def _sat_step(rec, mem: dict) -> tuple:
+    ids = torch.full((2, rec.cfg.max_len), 1, dtype=torch.long)
+    return ((ids, ids.clone(), mem["mem_k"], mem["mem_v"]), ["symbols", "modifiers", "mem_k", "mem_v"],
+            ["sym_logits", "mod_logits"],
+            {"symbols": {0: "batch"}, "modifiers": {0: "batch"}, "mem_k": MEM_AXES, "mem_v": MEM_AXES,
+             "sym_logits": {0: "batch"}, "mod_logits": {0: "batch"}})
+
+
+def _cached_step(rec, mem: dict) -> tuple:
+    """The AR baseline's and PosFormer's step: token, position, the self-attention cache (and
+    PosFormer's coverage and pending maps)."""
+    depth, _, heads, n, head_dim = mem["mem_k"].shape
     past = torch.zeros(depth, 2, heads, 1, head_dim)
-    cache_axes = {1: "batch", 3: "past"}
-    new_axes = {1: "batch", 3: "past_plus_one"}
-    _export(step, (torch.ones(2, 1, dtype=torch.long), torch.tensor([1]), past, past.clone(), mem_k, mem_v),
-            out / GRAPHS["fp32"]["decoder"],
-            (["token", "position", "past_k", "past_v", "mem_k", "mem_v"], ["logits", "new_k", "new_v"]),
-            {"token": {0: "batch"}, "past_k": cache_axes, "past_v": cache_axes, "mem_k": mem_axes, "mem_v": mem_axes,
-             "logits": {0: "batch"}, "new_k": new_axes, "new_v": new_axes})
-    return "ar-cached-step"
+    cache, grown = {1: "batch", 3: "past"}, {1: "batch", 3: "past_plus_one"}
+    args = [torch.ones(2, 1, dtype=torch.long), torch.tensor([1]), past, past.clone()]
+    inputs, outputs = ["token", "position", "past_k", "past_v"], ["logits", "new_k", "new_v"]
+    axes = {"token": {0: "batch"}, "past_k": cache, "past_v": cache, "logits": {0: "batch"}, "new_k": grown,
+            "new_v": grown}
+    if rec.kind == "posformer":
+        cover = torch.zeros(depth, 2, 2 * heads, n)
+        args += [cover, cover.clone()]
+        inputs += ["coverage", "pending"]
+        outputs += ["new_coverage", "new_pending"]
+        axes.update({k: {1: "batch", 3: "memory"} for k in ("coverage", "pending", "new_coverage", "new_pending")})
+    axes.update({"mem_k": MEM_AXES, "mem_v": MEM_AXES})
+    return tuple(args + [mem["mem_k"], mem["mem_v"]]), inputs + ["mem_k", "mem_v"], outputs, axes
+
+
+def _lstm_step(rec, mem: dict) -> tuple:
+    b, n, d = mem["mem_values"].shape
+    state = (mem["h"], mem["c"], torch.zeros(b, d), torch.zeros(b, n))
+    inputs = ["token", "h", "c", "context", "coverage", "mem_values", "mem_keys"]
+    outputs = ["logits", "new_h", "new_c", "new_context", "new_coverage"]
+    return ((torch.ones(b, 1, dtype=torch.long), *state, mem["mem_values"], mem["mem_keys"]), inputs, outputs,
+            {name: {0: "batch"} for name in inputs + outputs})
+
+
+_STEP_EXAMPLES = {"sat-step": _sat_step, "ar-cached-step": _cached_step, "posformer-step": _cached_step,
+                  "hvt-step": _lstm_step}
 
 
 def quantize_int8(out: Path) -> None:
@@ -97,5 +130,6 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
 
 
 def exported_samplers(kind: str) -> tuple[str, ...]:
-    """What the NumPy loops decode with: every GryphOne sampler; greedy for the AR baseline (no beam yet)."""
+    """What the NumPy loops decode with: every GryphOne sampler; greedy for the token recognizers (no
+    beam search yet)."""
     return ("remask", "remask-keep", "mask-predict") if kind == "diffusion" else ("greedy",)

@@ -32,7 +32,11 @@ EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
 GRAPHS = {"fp32": {"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
           "int8": {"encoder": "encoder.int8.onnx", "decoder": "decoder.int8.onnx"}}
-EXPORTABLE = {"diffusion": "sat-step", "ar": "ar-cached-step"}
+EXPORTABLE = {"diffusion": "sat-step", "ar": "ar-cached-step", "posformer": "posformer-step", "hvt": "hvt-step"}
+ENCODER_OUTPUTS = {"sat-step": ("mem_k", "mem_v"), "ar-cached-step": ("mem_k", "mem_v"),
+                   "posformer-step": ("mem_k", "mem_v"), "hvt-step": ("mem_values", "mem_keys", "h", "c")}
+STEP_STATE = {"ar-cached-step": ("past_k", "past_v"), "posformer-step": ("past_k", "past_v", "coverage", "pending"),
+              "hvt-step": ("h", "c", "context", "coverage")}
 MAX_GRAPH_BYTES = 2 * 1024 ** 3   # protobuf's own limit for a graph with its weights inside
 EXTRA_HINT = "pip install 'gryphone[onnx]'"
 
@@ -52,6 +56,8 @@ class ExportedRecognizer:
         self.state = {"format": EXPORT_FORMAT, "step": spec["step"], "train_config": spec["train_config"]}
         self.precision = spec["precision"]
         self.encoder, self.decoder = sessions
+        self.graph = spec["decoder_graph"]
+        self.decoder_inputs = {i.name for i in self.decoder.get_inputs()}
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
         """As the recognizer class encodes labels (evaluation reads them; the method uses cfg and labels only)."""
@@ -60,8 +66,8 @@ class ExportedRecognizer:
     def check_spec(self, spec: DecodeSpec) -> None:
         check_decode_spec(f"{self.kind} (ONNX export)", self.samplers, spec)
 
-    def memory(self, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(self.encoder.run(None, {"images": images}))
+    def memory(self, images: np.ndarray) -> dict[str, np.ndarray]:
+        return dict(zip(ENCODER_OUTPUTS[self.graph], self.encoder.run(None, {"images": images})))
 
     def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
                   stats: Counter | None = None, confidences: list | None = None) -> list[str]:
@@ -71,11 +77,11 @@ class ExportedRecognizer:
         if isinstance(images, torch.Tensor):
             images = images.detach().cpu().numpy()
         images = np.ascontiguousarray(images, dtype=np.float32)
-        mem_k, mem_v = self.memory(images)
+        mem = self.memory(images)
         b = images.shape[0]
         if self.label_kind == "sat":
             def step(sym: np.ndarray, mod: np.ndarray):
-                return self.decoder.run(None, {"symbols": sym, "modifiers": mod, "mem_k": mem_k, "mem_v": mem_v})
+                return self.decoder.run(None, {"symbols": sym, "modifiers": mod, **mem})
 
             if spec.sampler == "mask-predict":
                 sym, mod, logits = mask_predict(step, b, self.cfg.max_len, spec.T)
@@ -84,12 +90,34 @@ class ExportedRecognizer:
             s_log, m_log = final_log_probs({"sym": torch.from_numpy(logits[0]), "mod": torch.from_numpy(logits[1])})
             return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
-        def ar_step(token, position, past_k, past_v):
-            return self.decoder.run(None, {"token": token, "position": position, "past_k": past_k, "past_v": past_v,
-                                           "mem_k": mem_k, "mem_v": mem_v})
+        names = STEP_STATE[self.graph]
+        feeds = {k: v for k, v in mem.items() if k.startswith("mem_")}
+        takes_position = "position" in self.decoder_inputs
 
-        ids, probs = greedy(ar_step, b, self.cfg.max_len, (mem_k.shape[0], mem_k.shape[2], mem_k.shape[4]))
+        def token_step(token: np.ndarray, position: np.ndarray, state: tuple):
+            inputs = {"token": token, **dict(zip(names, state)), **feeds}
+            if takes_position:
+                inputs["position"] = position
+            logits, *rest = self.decoder.run(None, inputs)
+            return logits, tuple(rest)
+
+        ids, probs = greedy(token_step, b, self.cfg.max_len, initial_state(self.graph, mem))
         return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+
+
+def initial_state(graph: str, mem: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The decoder state before the first token: empty caches and zero coverage; HVT's (h0, c0) come
+    from the encoder graph, its context and coverage start at zero."""
+    if graph == "hvt-step":
+        values = mem["mem_values"]
+        zeros = np.zeros((values.shape[0], values.shape[1]), dtype=np.float32)
+        return mem["h"], mem["c"], np.zeros((values.shape[0], values.shape[2]), dtype=np.float32), zeros
+    layers, batch, heads, n, head_dim = mem["mem_k"].shape
+    past = np.zeros((layers, batch, heads, 0, head_dim), dtype=np.float32)
+    if graph == "ar-cached-step":
+        return past, past.copy()
+    cover = np.zeros((layers, batch, 2 * heads, n), dtype=np.float32)
+    return past, past.copy(), cover, cover.copy()
 
 
 def read_export(folder: str | Path, device: str = "cpu", precision: str | None = None,

@@ -1,12 +1,13 @@
-"""GryphOne's samplers and the AR baseline's greedy loop in NumPy, around one decoder-step function.
+"""GryphOne's samplers and the token recognizers' greedy loop in NumPy, around one decoder-step function.
 
-They mirror model/diffusion.py and model/autoregressive.py step for step, so an exported model
+They mirror model/diffusion.py and the recognizers' greedy searches step for step, so an exported model
 decodes what the PyTorch one does: the same argmax, PAD truncation and re-mask rules, and for the
 random re-mask sampler the same positions, drawn from a `torch.Generator` seeded as the PyTorch
 path seeds it (torch's CPU stream; NumPy's would differ).
 
 `step(symbols, modifiers) -> (symbol logits, modifier logits)` [B, L, V] is one refinement step;
-`ar_step(token, position, past_k, past_v) -> (logits [B, V], new_k, new_v)` one cached token step.
+`step(token [B, 1], position [1], state) -> (logits [B, V], next state)` one token step of a token
+recognizer, its state a tuple of arrays the loop only carries.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ PAD, MASK = SATVocab.PAD, SATVocab.MASK
 BOS, EOS = TokenVocab.BOS, TokenVocab.EOS
 
 SATStep = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-ARStep = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+StateStep = Callable[[np.ndarray, np.ndarray, tuple], tuple[np.ndarray, tuple]]
 
 
 def no_mask(logits: np.ndarray) -> np.ndarray:
@@ -90,18 +91,15 @@ def mask_predict(step: SATStep, batch: int, length: int,
     return sym, mod, logits
 
 
-def greedy(ar_step: ARStep, batch: int, max_len: int, cache_shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """autoregressive.greedy with the decoder's self-attention cache carried between steps:
-    (ids [B, <=max_len] BOS ... EOS PAD, each written token's probability [B, width - 1]).
-    cache_shape: (layers, heads, head_dim)."""
-    layers, heads, head_dim = cache_shape
-    past_k = np.zeros((layers, batch, heads, 0, head_dim), dtype=np.float32)
-    past_v = past_k.copy()
+def greedy(step: StateStep, batch: int, max_len: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The token recognizers' greedy loop with their decoder state carried between steps (the AR
+    baseline's and PosFormer's caches, PosFormer's coverage, HVT's LSTM state): (ids [B, <=max_len]
+    BOS ... EOS PAD, each written token's probability [B, width - 1])."""
     out = np.full((batch, 1), BOS, dtype=np.int64)
     probs = np.zeros((batch, 0), dtype=np.float32)
     done = np.zeros(batch, dtype=bool)
     for pos in range(max_len - 1):
-        logits, past_k, past_v = ar_step(out[:, -1:], np.array([pos], dtype=np.int64), past_k, past_v)
+        logits, state = step(out[:, -1:], np.array([pos], dtype=np.int64), state)
         nxt = np.where(done, PAD, logits.argmax(-1))
         p = softmax(logits.astype(np.float32))
         probs = np.concatenate([probs, np.take_along_axis(p, nxt[:, None], 1)], 1)

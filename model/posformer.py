@@ -38,7 +38,8 @@ from .encoder import ViTConfig, build_vit, vit_flops
 from .errors import RecognizerConfigError
 from .layers import decoder_flops, sincos_1d
 from .posformer_decoder import CoverageDecoder, TokenDecoder
-from .posformer_search import PAD, beam_search, bidirectional_search, greedy, reverse_ids, reverse_like
+from .posformer_search import (PAD, beam_search, bidirectional_search, greedy, reverse_ids, reverse_like,
+                               token_probs)
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 from .warm_start import encoder_from_file
@@ -204,7 +205,18 @@ class PosFormer(Recognizer):
     # --- decoding -------------------------------------------------------------------------------
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
+        return self._decode(self.decoder.stack.memory_kv(self.encode(images)), spec)
+
+    @torch.no_grad()
+    def decode_scored(self, images: torch.Tensor, spec: DecodeSpec,
+                      history: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoded ids and each decoded token's probability, read in one teacher-forced pass over
+        them (the same coverage rules as the search), for greedy and beam outputs alike."""
         kv = self.decoder.stack.memory_kv(self.encode(images))
+        ids = self._decode(kv, spec)
+        return ids, token_probs(self.decoder, kv, ids, self.keep)
+
+    def _decode(self, kv, spec: DecodeSpec) -> torch.Tensor:
         beam = spec.beam if spec.sampler == "beam" else 1
         if beam <= 1:
             return greedy(self.decoder, kv, self.keep, self.cfg.max_len)

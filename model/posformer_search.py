@@ -124,6 +124,15 @@ def sequence_logp(dec: TokenDecoder, mem_kv, ids: torch.Tensor, keep: torch.Tens
 
 
 @torch.no_grad()
+def token_probs(dec: TokenDecoder, mem_kv, ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """p(ids[:, j + 1] | image, ids[:, :j + 1]) [B, L - 1] in one teacher-forced pass (what a decoded
+    sequence's confidence is read from)."""
+    tgt = ids[:, 1:]
+    probs = F.softmax(dec(ids[:, :-1], mem_kv, keep[tgt]).float(), -1)
+    return probs.gather(-1, tgt[..., None])[..., 0]
+
+
+@torch.no_grad()
 def bidirectional_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, beam: int,
                          length_penalty: float = 1.0) -> torch.Tensor:
     """CoMER's approximate joint search: beam search in both directions, then every candidate is scored

@@ -11,12 +11,14 @@ import pytest
 import torch
 
 from model import CheckpointError, DecodeSpec, load
+from model.load import Loaded
 from model.onnx_export import export_onnx
 from model.onnx_runtime import read_export
 from train import eval as eval_cli
 from train import export_onnx as export_cli
 from train import predict
 from train.data import ShardDataset, collate, load_split_data
+from builders import tiny_model
 from test_train import micro_cfg, micro_data  # noqa: F401  (the fixture)
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
@@ -31,10 +33,13 @@ def _train(data: Path, out: Path, *overrides: str) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(micro_data, tmp_path_factory):  # noqa: F811
-    """A GryphOne and an AR micro checkpoint (short runs: parity needs a model, not a good one)."""
+    """A micro checkpoint of each recognizer (short runs: parity needs a model, not a good one)."""
     root = tmp_path_factory.mktemp("onnx")
     return {"diffusion": _train(micro_data, root / "gryphone", "max_steps=150"),
-            "ar": _train(micro_data, root / "ar", "max_steps=150", "model.kind=ar")}
+            "ar": _train(micro_data, root / "ar", "max_steps=150", "model.kind=ar"),
+            "posformer": _train(micro_data, root / "posformer", "max_steps=150", "model.kind=posformer",
+                                "model.encoder=vit"),
+            "hvt": _train(micro_data, root / "hvt", "max_steps=150", "model.kind=hvt")}
 
 
 def _images(loaded, data: Path) -> torch.Tensor:
@@ -50,6 +55,8 @@ def _images(loaded, data: Path) -> torch.Tensor:
                    DecodeSpec("remask-keep", T=10, seed=3), DecodeSpec("mask-predict", T=10),
                    DecodeSpec("remask", T=10, valid=False)]),
     ("ar", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
+    ("posformer", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
+    ("hvt", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
 ])
 def test_fp32_export_decodes_what_pytorch_decodes(runs, micro_data, tmp_path, kind, specs):  # noqa: F811
     loaded = load(runs[kind])
@@ -93,12 +100,12 @@ def test_cli_export_then_eval_and_predict_take_the_folder(runs, micro_data, tmp_
     assert capsys.readouterr().out.startswith(f"{png}\t")
 
 
-def test_unexportable_kind_is_one_line(micro_data, tmp_path, capsys):  # noqa: F811
-    ckpt = _train(micro_data, tmp_path / "pf", "max_steps=1", "model.kind=posformer", "model.encoder=vit")
-    assert export_cli.main(["--ckpt", str(ckpt), "--out", str(tmp_path / "onnx")]) == 1
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "posformer is not exportable yet" in err
-    assert not (tmp_path / "onnx").exists()
+@pytest.mark.parametrize("kind", ["posformer", "hvt"])
+def test_export_cli_checks_posformer_and_hvt(runs, tmp_path, capsys, kind):
+    assert export_cli.main(["--ckpt", str(runs[kind]), "--out", str(tmp_path / "onnx"), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "check: 4 of 4 random images decode identically" in out
+    assert json.loads((tmp_path / "onnx" / "gryphone-onnx.json").read_text())["decoder_graph"] == f"{kind}-step"
 
 
 def test_bad_export_folders_are_refused_by_name(runs, tmp_path):
@@ -121,3 +128,28 @@ def test_bad_export_folders_are_refused_by_name(runs, tmp_path):
     spec_file.write_text(json.dumps({**spec, "kind": "posformer"}))
     with pytest.raises(CheckpointError, match="cannot read the export's specs"):
         load(bad)
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("ar", {}),
+    ("posformer", {"encoder": "vit", "attn_correction": "iac"}),
+    ("posformer", {"encoder": "densenet", "attn_correction": "arm", "growth_rate": 4, "dense_layers": 2}),
+    ("hvt", {"res_channels": (8, 8, 16, 16), "enc_dim": 32, "emb_dim": 16, "attn_dim": 16}),
+    ("hvt", {"res_channels": (8, 8, 16, 16), "enc_dim": 32, "coverage": False, "cls_init": False}),
+])
+def test_untrained_token_recognizers_export_step_for_step(tmp_path, kind, options):
+    """Random weights that never emit EOS: greedy runs the whole window, so every step of the exported
+    state (caches, PosFormer's coverage and pending maps, HVT's LSTM state) is compared."""
+    torch.manual_seed(0)
+    rec = tiny_model(kind, canvas=(32, 128), **options).eval()
+    with torch.no_grad():
+        rec.decoder.head.bias[2] -= 30.0   # EOS (TokenVocab.EOS) never wins: the whole window is decoded
+    export_onnx(Loaded(rec, rec.render, rec.labels, {"step": 0, "train_config": {}}, tmp_path / "x"), tmp_path / "onnx")
+    exported = load(tmp_path / "onnx").recognizer
+    images = torch.rand(3, 1, 32, 128)
+    conf_torch, conf_onnx = [], []
+    want = rec.recognize(images, DecodeSpec("greedy", valid=False), confidences=conf_torch)
+    got = exported.recognize(images, DecodeSpec("greedy", valid=False), confidences=conf_onnx)
+    assert got == want
+    assert rec.decode_ids(images, DecodeSpec("greedy")).shape[1] == rec.cfg.max_len
+    assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)

@@ -56,5 +56,6 @@ def run_pretrain(cfg: TrainConfig, resume: bool = True, log=print) -> tuple[Path
     t0 = time.time()
     ckpt = train(pre, resume=resume)
     seconds = time.time() - t0
-    log(f"[pretrain] stage 1 done in {seconds:.0f} s; GryphOne starts from {ckpt}")
+    who = "GryphOne" if cfg.model.kind == "diffusion" else f"model.kind={cfg.model.kind}"
+    log(f"[pretrain] stage 1 done in {seconds:.0f} s; {who} starts from {ckpt}")
     return ckpt, seconds
