@@ -42,7 +42,8 @@ class Step:
 @dataclass(frozen=True)
 class Reading:
     """What the recognizer made of one input. confidence: geometric mean of the last step's position
-    confidences (None for the AR baseline). repaired: the last step did not parse and was repaired."""
+    confidences (GryphOne), or the token recognizers' sequence confidence (model/confidence.py).
+    repaired: the last step did not parse and was repaired."""
 
     latex: str
     confidence: float | None
@@ -105,14 +106,16 @@ class Backend:
         t0 = time.perf_counter()
         image = torch.from_numpy(np.ascontiguousarray(canvas, dtype=np.float32))[None, None]
         history: list = []
+        sequence_confidence: list = []   # the token recognizers' confidence of the whole output
         with self._lock:
             spec = DecodeSpec("remask", T=T) if self.has_steps else DecodeSpec(self._model.default_sampler)
-            latex = self._model.recognize(image, spec, history=history)[0]
+            latex = self._model.recognize(image, spec, history=history,
+                                          confidences=None if self.has_steps else sequence_confidence)[0]
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \
             or [self._ar_step(latex)]
         confs = [c for c in steps[-1].confidence if c is not None]
         confidence = math.exp(sum(math.log(max(c, 1e-12)) for c in confs) / len(confs)) \
-            if self.has_steps and confs else None
+            if self.has_steps and confs else (sequence_confidence[0] if sequence_confidence else None)
         png = png_bytes(np.rint(255.0 - canvas * 255.0).clip(0, 255).astype(np.uint8))
         return Reading(latex=latex, confidence=confidence, steps=steps, repaired=steps[-1].latex != latex,
                        image_png=png, ms=(time.perf_counter() - t0) * 1000.0)
@@ -132,7 +135,7 @@ class Backend:
 
     @staticmethod
     def _ar_step(latex: str) -> Step:
-        """The AR baseline's output as its one step: LaTeX tokens, no per-token confidence (its greedy
-        decoder returns ids only)."""
+        """A token recognizer's output as its one step: LaTeX tokens (the confidence is the whole
+        output's, in the Reading)."""
         tokens = tokenize(latex)
         return Step(tokens, [None] * len(tokens), latex)
