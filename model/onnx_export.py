@@ -37,15 +37,13 @@ def _export_graphs(loaded: Loaded, out: Path) -> str:
     step = decoder_graph(rec)  # refuses the kinds it cannot export before anything is written
     memory = memory_graph(rec)
     images = torch.rand(2, 1, *loaded.render.size)
-    names = ENCODER_OUTPUTS[EXPORTABLE[rec.kind]]
+    kind = EXPORTABLE[rec.kind]
+    names = ENCODER_OUTPUTS[kind]
     with torch.no_grad():
         mem = dict(zip(names, memory(images)))
-    batch_axes = {name: {0: "batch"} for name in names}
-    if "mem_k" in names:
-        batch_axes = {"mem_k": MEM_AXES, "mem_v": MEM_AXES}
+    out_axes = {name: MEM_AXES if name in ("mem_k", "mem_v") else {0: "batch"} for name in names}
     _export(memory, (images,), out / GRAPHS["fp32"]["encoder"], (["images"], list(names)),
-            {"images": {0: "batch"}, **batch_axes})
-    kind = EXPORTABLE[rec.kind]
+            {"images": {0: "batch"}, **out_axes})
     args, inputs, outputs, axes = _STEP_EXAMPLES[kind](rec, mem)
     _export(step, args, out / GRAPHS["fp32"]["decoder"], (inputs, outputs), axes)
     return kind
