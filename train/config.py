@@ -45,7 +45,7 @@ class SynthConfig:
     """Real-hand synthetic expressions mixed into training (train/synth_data.py); off at count 0."""
     count: int = 0                       # synthetic expressions added to every epoch
     bank: str = "shards/glyph-bank"      # glyph bank folder (built from bank_input when it holds none)
-    bank_input: str = ""                 # segmented InkML to build the bank from (e.g. CROHME's train folder)
+    bank_input: str = ""                 # segmented InkML to build the bank from; "": the folder the train shards came from
     bank_source: str = "crohme"          # its source: crohme | mathwriting
     recombine: float = 0.3               # chance a label is the head of one training label + the tail of another
     cache: str = "shards/synth-cache"    # made once per (bank, labels, count, canvas, seed)

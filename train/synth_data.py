@@ -2,7 +2,8 @@
 segmentation, and N expressions drawn with it, made once and cached (datasets_prep/synth).
 
 `synth.count=N` turns it on: the bank is built from `synth.bank_input` (segmented InkML, e.g. the
-CROHME train folder; refused if it looks like a test split) unless `synth.bank` already holds one,
+CROHME train folder; refused if it looks like a test split; when unset, the folder the shards' own
+train split was converted from, as their summary.json records it) unless `synth.bank` already holds one,
 labels are the training split's own (recombined with probability `synth.recombine`), labels equal
 to any eval split's label are never drawn, and the shards are made at the run's RenderSpec. Every
 epoch then sees the real training samples and the N synthetic ones.
@@ -16,6 +17,7 @@ from typing import Callable
 
 from datasets_prep.render_spec import RenderSpec
 from datasets_prep.shards import load_split
+from datasets_prep.sources.base import split_name
 from datasets_prep.synth.bank_build import build_bank
 from datasets_prep.synth.bank_shards import bank_shards
 from datasets_prep.synth.bank_store import Bank
@@ -23,21 +25,38 @@ from datasets_prep.synth.bank_store import Bank
 from .config import TrainConfig
 
 
+def train_inputs(data: Path, train_split: str) -> Path | None:
+    """The folder the shards' train split was converted from (summary.json's inputs, a folder whose name
+    is the split's), when it still exists here; None otherwise. Why: a preset can then draw its glyph
+    bank from the training inks without a path on the command line."""
+    try:
+        summary = json.loads((data / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or not isinstance(summary.get("inputs"), list):
+        return None
+    found = [Path(p) for p in summary["inputs"]
+             if isinstance(p, str) and split_name(Path(p).name) == train_split and Path(p).is_dir()]
+    return found[0] if len(found) == 1 else None
+
+
 def _bank(cfg: TrainConfig, log: Callable[[str], None]) -> Path:
     folder = Path(cfg.synth.bank)
     if (folder / "glyphs.npz").is_file():
         return folder
-    if not cfg.synth.bank_input:
-        raise ValueError(f"synth.count={cfg.synth.count} needs a glyph bank: synth.bank={folder} holds none and "
-                         f"synth.bank_input (segmented InkML to build it from) is not set")
+    source = Path(cfg.synth.bank_input) if cfg.synth.bank_input else train_inputs(Path(cfg.data), cfg.train_split)
+    if source is None:
+        raise ValueError(f"synth.count={cfg.synth.count} needs a glyph bank: synth.bank={folder} holds none, "
+                         f"synth.bank_input (segmented InkML to build it from) is not set, and {cfg.data}/summary.json "
+                         f"names no {cfg.train_split!r} input folder that exists here; set synth.bank_input=FOLDER, "
+                         f"or synth.count=0 to train without synthetic data")
     t0 = time.time()
-    bank, report = build_bank(cfg.synth.bank_source, [Path(cfg.synth.bank_input)])
+    bank, report = build_bank(cfg.synth.bank_source, [source])
     if bank.num_samples == 0:
-        raise ValueError(f"{cfg.synth.bank_input}: no segmented symbol found to build a glyph bank from")
+        raise ValueError(f"{source}: no segmented symbol found to build a glyph bank from")
     bank.save(folder)
     (folder / "coverage.json").write_text(json.dumps(report, indent=1))
-    log(f"[synth] glyph bank from {cfg.synth.bank_input}: {bank.num_samples} symbols in {time.time() - t0:.0f} s "
-        f"-> {folder}")
+    log(f"[synth] glyph bank from {source}: {bank.num_samples} symbols in {time.time() - t0:.0f} s -> {folder}")
     return folder
 
 
