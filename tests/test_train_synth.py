@@ -60,7 +60,8 @@ def test_run_with_synth_builds_the_bank_from_the_shards_train_inks(crohme_like, 
     # a second run finds the bank and the synthetic shards where the first left them
     stamp = split.stat().st_mtime_ns
     assert _run(crohme_like, out, "synth.count=12", "synth.recombine=0.5", "--fresh") == 0
-    assert "glyph bank from" not in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "glyph bank from" not in again and f"glyph bank {out}/bank ({crohme_like / 'ink' / 'train'})" in again
     assert split.stat().st_mtime_ns == stamp
 
 

@@ -43,6 +43,11 @@ def train_inputs(data: Path, train_split: str) -> Path | None:
 def _bank(cfg: TrainConfig, log: Callable[[str], None]) -> Path:
     folder = Path(cfg.synth.bank)
     if (folder / "glyphs.npz").is_file():
+        try:
+            made_from = ", ".join(map(str, json.loads((folder / "coverage.json").read_text())["inputs"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            made_from = "inputs not recorded"
+        log(f"[synth] glyph bank {folder} ({made_from}); delete it or set synth.bank to build another")
         return folder
     source = Path(cfg.synth.bank_input) if cfg.synth.bank_input else train_inputs(Path(cfg.data), cfg.train_split)
     if source is None:
