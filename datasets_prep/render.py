@@ -18,12 +18,12 @@ many pixels, so short expressions keep handwriting's proportions instead of bein
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import zlib
 from dataclasses import dataclass
 
-import cairocffi
 import numpy as np
 
 from .ink import Ink
@@ -32,17 +32,25 @@ from .render_spec import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAUL
 DEGENERATE_EXTENT = 1e-6
 """Extents below this share of the coordinates' magnitude are treated as zero (see fit)."""
 
-_lib = cairocffi.cairo
-_ffi = cairocffi.ffi
 _MOVE = 0 | (2 << 32)  # cairo_path_data_t header {type=MOVE_TO, length=2} read as one little-endian int64
 _LINE = 1 | (2 << 32)
 _LITTLE = np.little_endian
 _TOLERANCE = 0.25  # curve flattening of round caps/joins, px (cairo's default 0.1 looks the same)
-ANTIALIAS = {"fast": _lib.CAIRO_ANTIALIAS_FAST, "best": _lib.CAIRO_ANTIALIAS_DEFAULT,
-             "none": _lib.CAIRO_ANTIALIAS_NONE}
+ANTIALIAS = {"fast": "CAIRO_ANTIALIAS_FAST", "best": "CAIRO_ANTIALIAS_DEFAULT", "none": "CAIRO_ANTIALIAS_NONE"}
 """DEFAULT_ANTIALIAS (render_spec.py): cairo's FAST anti-aliasing (4x4 supersampling, 17 coverage levels) costs ~40% less cairo time than
 its default (256 levels); on CROHME renders at 2 px the two differ by 0.75/255 per pixel on average,
-invisible even zoomed. "best" is there for whoever wants it; "none" gives binary images."""
+invisible even zoomed. "best" is there for whoever wants it; "none" gives binary images. Values name
+cairo's constants, looked up when drawing."""
+
+
+@functools.cache
+def _cairo():
+    """cairocffi's (lib, ffi), loaded at the first drawing. Why lazily: training, evaluation and
+    prediction on shards already rendered import this module (sizes, margins) but never draw, so a
+    machine without the cairo library (a bare GPU box) can still run them."""
+    import cairocffi
+
+    return cairocffi.cairo, cairocffi.ffi
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,8 @@ def rasterize_at(ink: Ink, scale: float, stroke_width: float = DEFAULT_STROKE_WI
 
 def _draw(buf: np.ndarray, h: int, w: int, stroke_width: float, aa) -> np.ndarray:
     """Stroke a prebuilt path buffer onto an HxW A8 surface: uint8 [H, W], 255 = background."""
+    _lib, _ffi = _cairo()
+    aa = getattr(_lib, aa)
     surface = _lib.cairo_image_surface_create(_lib.CAIRO_FORMAT_A8, w, h)
     ctx = _lib.cairo_create(surface)
     try:

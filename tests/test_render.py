@@ -165,3 +165,22 @@ def test_a_glyph_cap_never_enlarges_and_keeps_the_ink_inside(strokes, cap):
     ys, xs = np.nonzero(capped.image < 255)
     if len(xs):
         assert xs.min() >= 0 and xs.max() < 256 and ys.min() >= 0 and ys.max() < 64
+
+
+def test_training_and_evaluation_import_without_cairo():
+    """Shards already hold rendered images, so a machine without the cairo library (a bare GPU box)
+    must still import the trainer, the evaluator and the renderer's constants; cairo loads at the first drawing."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class NoCairo:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('cairocffi', 'cairosvg'):\n"
+            "            raise ImportError('no cairo here: ' + name)\n"
+            "sys.meta_path.insert(0, NoCairo())\n"
+            "import train.run, train.eval, train.predict\n"
+            "from datasets_prep.render import ANTIALIAS, parse_size\n"
+            "assert 'cairocffi' not in sys.modules and parse_size('96x384') == (96, 384)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

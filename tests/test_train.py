@@ -58,6 +58,16 @@ def test_config_overrides_and_round_trip():
         apply_overrides(cfg, ["max_steps=1.5"])
 
 
+def test_float_fields_take_fractions_where_a_preset_set_a_whole_number():
+    """crohme-cpu sets max_minutes=50 (an int); the field is a float, so 2.5 must be accepted."""
+    base = preset("crohme-cpu")
+    assert isinstance(base.max_minutes, int) and isinstance(base.pretrain.max_minutes, int)
+    cfg = apply_overrides(base, ["max_minutes=2.5", "pretrain.max_minutes=0.25", "batch_size=64"])
+    assert cfg.max_minutes == 2.5 and cfg.pretrain.max_minutes == 0.25 and cfg.batch_size == 64
+    with pytest.raises(ValueError, match="expected an integer"):
+        apply_overrides(base, ["batch_size=1.5"])
+
+
 def test_micro_overfits_to_exact_match(micro_data, tmp_path):
     from train.eval import evaluate_splits
     from train.trainer import train

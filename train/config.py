@@ -240,6 +240,16 @@ def _parse_value(text: str, current: object) -> object:
     return ast.literal_eval(text)
 
 
+def _type_reference(target, leaf: str) -> object:
+    """The value an override of `leaf` is parsed like: its current value, except that a float field a
+    preset set to a whole number (`max_minutes=50`) still takes fractions (`max_minutes=2.5`)."""
+    current = getattr(target, leaf)
+    default = next(f.default for f in dataclasses.fields(target) if f.name == leaf)
+    if isinstance(default, float) and isinstance(current, int) and not isinstance(current, bool):
+        return float(current)
+    return current
+
+
 def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
     """Return a copy of cfg with `a.b.c=value` overrides applied; unknown keys are an error.
 
@@ -276,7 +286,7 @@ def _set(cfg: TrainConfig, key: str, text: str) -> None:
                              f"{', '.join(config_keys(cfg.model.kind))}")
         raise ValueError(f"unknown config key {key!r}")
     try:
-        setattr(target, leaf, _parse_value(text, getattr(target, leaf)))
+        setattr(target, leaf, _parse_value(text, _type_reference(target, leaf)))
     except (ValueError, SyntaxError) as exc:
         raise ValueError(f"bad value for {key}: {text!r} ({exc})") from None
 

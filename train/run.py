@@ -34,7 +34,7 @@ from .plots import plot_curves, read_metrics
 from .pretrain import pretrain_applies, run_pretrain
 from .refinement import refinement_picture
 from .synth_data import prepare_synth
-from .trainer import resolve_render, train
+from .trainer import resolve_render, run_device, train
 
 
 def _quick_eval(cfg: TrainConfig):
@@ -58,7 +58,7 @@ def _quick_eval(cfg: TrainConfig):
 def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     """Full evaluation on every eval split, the curves, and (GryphOne) one refinement picture."""
     out = Path(cfg.out)
-    loaded = load(ckpt)
+    loaded = load(ckpt, run_device(cfg))
     rec = loaded.recognizer
     specs = default_specs(rec, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds, beams=cfg.eval_beams)
     results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs)

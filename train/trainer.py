@@ -80,11 +80,18 @@ class Position:
         return self.seconds_before + time.time() - self.started
 
 
+def run_device(cfg: TrainConfig) -> torch.device:
+    """The device `cfg.device` names: auto is CUDA where there is one. Training and the run's final
+    evaluation both use it."""
+    if cfg.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(cfg.device)
+
+
 def setup_env(cfg: TrainConfig) -> Env:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" \
-        else torch.device(cfg.device)
+    device = run_device(cfg)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device=cuda but no CUDA device is available (use device=cpu or auto)")
     if world > 1:
