@@ -20,8 +20,9 @@ data=${DATA:-shards/crohme-96x384}
 mkdir -p "$out"
 total=$(python3 -c "print($pre + $stage2)")
 common=(--data "$data" --fresh synth.count=0 "extra_train=$synth" "device=$device" compile=false batch_size=64
-        num_workers=3 threads=2 ckpt_every=100000)
-[ "$device" = cpu ] && common+=(eval_limit=20 eval_T=1 eval_seeds=1 num_workers=0 threads=1)
+        ckpt_every=100000)
+if [ "$device" = cpu ]; then common+=(num_workers=0 threads=1 eval_limit=20 eval_T=1 eval_seeds=1)
+else common+=(num_workers=3 threads=2); fi
 declare -A args=(
   [gryphone]="pretrain.max_minutes=$pre max_minutes=$stage2"
   [ar]="model.kind=ar model.max_len=100 max_minutes=$total"

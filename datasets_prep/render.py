@@ -180,8 +180,9 @@ def rasterize_at(ink: Ink, scale: float, stroke_width: float = DEFAULT_STROKE_WI
                   bbox=(float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
 
 
-def _draw(buf: np.ndarray, h: int, w: int, stroke_width: float, aa) -> np.ndarray:
-    """Stroke a prebuilt path buffer onto an HxW A8 surface: uint8 [H, W], 255 = background."""
+def _draw(buf: np.ndarray, h: int, w: int, stroke_width: float, aa: str) -> np.ndarray:
+    """Stroke a prebuilt path buffer onto an HxW A8 surface: uint8 [H, W], 255 = background. `aa` names
+    cairo's anti-aliasing constant (an ANTIALIAS value)."""
     _lib, _ffi = _cairo()
     aa = getattr(_lib, aa)
     surface = _lib.cairo_image_surface_create(_lib.CAIRO_FORMAT_A8, w, h)
