@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from datasets_prep.holdout import read_holdout
 from datasets_prep.render_spec import RenderSpec
-from datasets_prep.shards import load_split
+from datasets_prep.shards import ShardError, load_split, split_names
 from datasets_prep.sources.base import split_name
 from datasets_prep.synth.bank_build import build_bank
 from datasets_prep.synth.bank_shards import bank_shards
@@ -28,7 +29,11 @@ from .config import TrainConfig
 def train_inputs(data: Path, train_split: str) -> Path | None:
     """The folder the shards' train split was converted from (summary.json's inputs, a folder whose name
     is the split's), when it still exists here; None otherwise. Why: a preset can then draw its glyph
-    bank from the training inks without a path on the command line."""
+    bank from the training inks without a path on the command line. A split cut by writer from another
+    (datasets_prep/holdout.py, `fit`) was converted from its source split's folder."""
+    rec = read_holdout(data)
+    if rec and train_split == rec.get("fit") and isinstance(rec.get("source"), str):
+        train_split = rec["source"]
     try:
         summary = json.loads((data / "summary.json").read_text())
     except (OSError, ValueError):
@@ -38,6 +43,33 @@ def train_inputs(data: Path, train_split: str) -> Path | None:
     found = [Path(p) for p in summary["inputs"]
              if isinstance(p, str) and split_name(Path(p).name) == train_split and Path(p).is_dir()]
     return found[0] if len(found) == 1 else None
+
+
+def held_out_writers(data: Path, train_split: str) -> frozenset[str]:
+    """The validation writers the bank must leave out when the run trains on a split held out by writer."""
+    rec = read_holdout(data)
+    if not rec or train_split != rec.get("fit") or not isinstance(rec.get("valid_writers"), list):
+        return frozenset()
+    return frozenset(w for w in rec["valid_writers"] if isinstance(w, str))
+
+
+def excluded_splits(root: Path, cfg: TrainConfig) -> list[str]:
+    """Splits whose labels are never drawn: the eval splits and every other split of the shard folder but
+    the training split (and the split it was held out from), so a run validating on `valid` still draws
+    no test label."""
+    rec = read_holdout(root) or {}
+    family = {rec.get("source"), rec.get("fit"), rec.get("valid")}
+    own = {cfg.train_split}
+    if cfg.train_split == rec.get("source"):
+        own |= family  # fit and valid are parts of the training split itself
+    elif cfg.train_split == rec.get("fit"):
+        own.add(rec.get("source"))  # the superset; valid stays excluded
+    names = set(cfg.eval_splits)
+    try:
+        names |= set(split_names(root))
+    except (ShardError, OSError, ValueError):
+        pass
+    return sorted(n for n in names - own if (root / n).is_dir())
 
 
 def _bank(cfg: TrainConfig, log: Callable[[str], None]) -> Path:
@@ -56,12 +88,14 @@ def _bank(cfg: TrainConfig, log: Callable[[str], None]) -> Path:
                          f"names no {cfg.train_split!r} input folder that exists here; set synth.bank_input=FOLDER, "
                          f"or synth.count=0 to train without synthetic data")
     t0 = time.time()
-    bank, report = build_bank(cfg.synth.bank_source, [source])
+    skip = held_out_writers(Path(cfg.data), cfg.train_split)
+    bank, report = build_bank(cfg.synth.bank_source, [source], skip_writers=skip)
     if bank.num_samples == 0:
         raise ValueError(f"{source}: no segmented symbol found to build a glyph bank from")
     bank.save(folder)
     (folder / "coverage.json").write_text(json.dumps(report, indent=1))
-    log(f"[synth] glyph bank from {source}: {bank.num_samples} symbols in {time.time() - t0:.0f} s -> {folder}")
+    left = f", {report['files_held_out']} files of {len(skip)} held-out writers left out" if skip else ""
+    log(f"[synth] glyph bank from {source}: {bank.num_samples} symbols in {time.time() - t0:.0f} s{left} -> {folder}")
     return folder
 
 
@@ -73,8 +107,7 @@ def prepare_synth(cfg: TrainConfig, render: RenderSpec, log: Callable[[str], Non
     Bank.load(bank)  # a clear error now for a damaged bank, not halfway through synthesis
     root = Path(cfg.data)
     labels = load_split(root / cfg.train_split).column("latex").to_pylist()
-    exclude = [lab for split in cfg.eval_splits if (root / split).exists()
-               for lab in load_split(root / split).column("latex").to_pylist()]
+    exclude = [lab for split in excluded_splits(root, cfg) for lab in load_split(root / split).column("latex").to_pylist()]
     t0 = time.time()
     shards = bank_shards(bank, labels, cfg.synth.count, cfg.synth.cache, size=render.size, seed=cfg.seed,
                          exclude=exclude, recombine_p=cfg.synth.recombine, progress=True)

@@ -106,8 +106,11 @@ def _count_files(inputs: list[Path]) -> int | None:
 
 
 def build_bank(src: str, inputs: list[Path], *, allow_test: bool = False, limit: int | None = None,
-               progress: bool = False) -> tuple[Bank, dict]:
+               progress: bool = False, skip_writers: frozenset[str] = frozenset()) -> tuple[Bank, dict]:
     """Cut every segmented symbol of the inputs into a Bank; returns (bank, coverage report).
+
+    Files of `skip_writers` (names as `writer_of` gives them) are left out and counted, so a
+    validation split held out by writer (datasets_prep/holdout.py) shares no hand with the bank.
 
     Raises TestSplitError when an input looks like a test split (see synth/testsplit.py) and
     allow_test is False: before anything from that file is kept."""
@@ -124,7 +127,7 @@ def build_bank(src: str, inputs: list[Path], *, allow_test: bool = False, limit:
                                  "writer's symbol (pass --allow-test only for a bank you never train on)")
     col = _Collector()
     rep = {"src": src, "inputs": [str(p) for p in inputs], "files_read": 0, "files_used": 0, "files_skipped": 0,
-           "files_skipped_by_kind": Counter(), "files_without_segmentation": 0, "symbols_dropped": 0,
+           "files_skipped_by_kind": Counter(), "files_without_segmentation": 0, "files_held_out": 0, "symbols_dropped": 0,
            "unmapped": Counter(), "problems": []}
 
     def problem(line: str) -> None:
@@ -150,6 +153,10 @@ def build_bank(src: str, inputs: list[Path], *, allow_test: bool = False, limit:
             bar.close()
             raise TestSplitError(f"{path}: a CROHME test file ({sign}); the bank must hold no test writer's "
                                  "symbol (pass --allow-test only for a bank you never train on)")
+        who = writer or writer_of(ann, path)
+        if who in skip_writers:
+            rep["files_held_out"] += 1
+            continue
         rep["symbols_dropped"] += len(problems)
         for line in problems:
             problem(line)
@@ -163,7 +170,7 @@ def build_bank(src: str, inputs: list[Path], *, allow_test: bool = False, limit:
                 rep["unmapped"][label] += 1
                 continue
             kept.append((token, strokes))
-        if col.add_ink(kept, writer or writer_of(ann, path), path):
+        if col.add_ink(kept, who, path):
             rep["files_used"] += 1
     bar.close()
     bank = col.bank({"src": src, "inputs": rep["inputs"]})
