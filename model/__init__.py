@@ -8,13 +8,14 @@ from .encoder_init import EncoderInitError, init_encoder, load_vit_checkpoint
 from .errors import CheckpointError, RecognizerConfigError
 from .gryphone import GryphOne, GryphOneConfig
 from .load import Loaded, load
+from .shipped import ShippedWeightsError, shipped_names
 from .posformer import PosFormer, PosFormerConfig
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig, count_params
 from .registry import RECOGNIZERS, build, config_from_dict, switch_kind
 
 __all__ = [
     "ARConfig", "ARRecognizer", "CheckpointError", "DecodeSpec", "EncoderInitError", "GryphOne", "GryphOneConfig",
-    "Loaded", "LossConfig", "PosFormer", "PosFormerConfig", "RECOGNIZERS", "Recognizer", "RecognizerConfig", "RecognizerConfigError", "SATDecoder",
+    "Loaded", "LossConfig", "ShippedWeightsError", "shipped_names", "PosFormer", "PosFormerConfig", "RECOGNIZERS", "Recognizer", "RecognizerConfig", "RecognizerConfigError", "SATDecoder",
     "ViTConfig", "ViTEncoder", "build", "config_from_dict", "count_params", "diffusion_loss", "init_encoder", "load",
     "load_checkpoint", "load_vit_checkpoint", "mask_view", "read_specs", "sample_mask_predict", "sample_remask",
     "save_checkpoint", "switch_kind",

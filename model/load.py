@@ -19,6 +19,7 @@ from .checkpoint import FORMAT, CheckpointError, load_checkpoint, read_specs
 from .onnx_runtime import ExportedRecognizer, is_export, read_export
 from .recognizer import Recognizer
 from .registry import build, config_from_dict, config_keys
+from .shipped import Shipped, resolve
 
 
 @dataclass
@@ -28,17 +29,27 @@ class Loaded:
     labels: LabelSpec
     state: dict          # the checkpoint dict (step, train_config, ...)
     path: Path
+    shipped: Shipped | None = None   # the manifest entry when these are the weights gryphone ships
 
     @property
     def step(self) -> int:
         return int(self.state.get("step", 0))
 
 
-def load(path: str | Path, device: str | torch.device = "cpu", use_ema: bool = True) -> Loaded:
+def load(path: str | Path | None = None, device: str | torch.device = "cpu", use_ema: bool = True,
+         use: str = "read") -> Loaded:
     """Load a checkpoint written by train.run (either format), or a folder written by train.export_onnx
     (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply);
-    CheckpointError naming the file on anything unusable, including a stored config with impossible values."""
-    path = Path(path)
+    CheckpointError naming the file on anything unusable, including a stored config with impossible values.
+    Without a path (or with a shipped model's name), the weights gryphone ships (model/shipped.py):
+    the default for `use` ('read', or 'page' for the drawing page)."""
+    path, item = resolve(path, use)
+    loaded = _load_path(path, device, use_ema)
+    loaded.shipped = item
+    return loaded
+
+
+def _load_path(path: Path, device: str | torch.device, use_ema: bool) -> Loaded:
     if is_export(path):
         rec = read_export(path, str(device))
         return Loaded(rec, rec.render, rec.labels, rec.state, path)

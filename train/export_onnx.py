@@ -25,12 +25,14 @@ import torch
 from model import CheckpointError, DecodeSpec, load
 from model.onnx_export import export_onnx
 from model.onnx_runtime import EXTRA_HINT, read_export
+from model.shipped import help_line
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m train.export_onnx", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
+    ap.add_argument("--ckpt", default=None,
+                    help=f"checkpoint written by train.run, or a shipped model's name ({help_line('read')})")
     ap.add_argument("--out", required=True, type=Path, help="folder for the graphs and gryphone-onnx.json")
     ap.add_argument("--int8", action="store_true", help="also write dynamically int8-quantized graphs (the default then)")
     ap.add_argument("--no-ema", action="store_true", help="export the raw weights even when the run kept an EMA")
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def check_parity(ckpt: str, out: Path, use_ema: bool, n: int = 4) -> str:
+def check_parity(ckpt: str | None, out: Path, use_ema: bool, n: int = 4) -> str:
     """One line: how many of n random images decode to the same string in both paths (fp32)."""
     loaded = load(ckpt, use_ema=use_ema)
     exported = read_export(out, precision="fp32")

@@ -3,7 +3,9 @@
     python -m train.predict --ckpt runs/demo/ckpt.pt page1.png formula.inkml
     python -m train.predict --ckpt runs/demo/onnx inks/ scans.zip shards/test-set --jsonl out.jsonl --batch-size 32
 
---ckpt takes a checkpoint or a folder written by train.export_onnx. A PATH is an image (PNG, JPEG,
+--ckpt takes a checkpoint, a folder written by train.export_onnx, or the name of a model gryphone
+ships (model/weights/); without --ckpt the shipped default reads, with the decoder its validation
+chose (model/weights/MODEL_CARD.md). A PATH is an image (PNG, JPEG,
 ...) or InkML file, a folder (recursively: its images and .inkml files), an archive (.zip, .tar.gz,
 ... read member by member, never extracted) or a shard folder (one with dataset_dict.json: every
 row, named by its sample_id). InkML is rendered as the shards are (datasets_prep.render); images go
@@ -32,6 +34,7 @@ import torch
 from tqdm import tqdm
 
 from model import CheckpointError, DecodeSpec, load
+from model.shipped import help_line
 
 from .predict_inputs import Input, count_inputs, iter_inputs, load_input
 
@@ -44,11 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", type=Path, metavar="PATH",
                     help="image or InkML files, folders, archives (.zip, .tar.gz, ...) or shard folders")
-    ap.add_argument("--ckpt", required=True,
-                    help="checkpoint written by train.run (loaded without running code), or a train.export_onnx folder")
+    ap.add_argument("--ckpt", default=None,
+                    help="checkpoint written by train.run (loaded without running code), a train.export_onnx folder, "
+                         f"or a shipped model's name ({help_line('read')})")
     ap.add_argument("--sampler", default=None, choices=["remask", "remask-keep", "mask-predict", "greedy", "beam"],
-                    help="decoder (default: remask for GryphOne, greedy for the AR baseline)")
-    ap.add_argument("--T", type=_at_least_one, default=10, help="diffusion steps (default: %(default)s)")
+                    help="decoder (default: the shipped model's own; else remask for GryphOne, greedy for the others)")
+    ap.add_argument("--T", type=_at_least_one, default=None,
+                    help="diffusion steps (default: the shipped model's own, else 10)")
     ap.add_argument("--beam", type=_at_least_one, default=1, help="AR beam width with --sampler beam (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random re-mask sampler (default: %(default)s)")
     ap.add_argument("--binarize", action="store_true", help="threshold images (photos, noisy scans) before fitting")
@@ -129,12 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    rec = loaded.recognizer
-    sampler = args.sampler or rec.default_sampler
+    rec, ship = loaded.recognizer, loaded.shipped
+    sampler = args.sampler or (ship.sampler if ship else rec.default_sampler)
     if sampler not in rec.samplers:
         ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")
-    spec = DecodeSpec(sampler, T=args.T, beam=args.beam if sampler == "beam" else 1, seed=args.seed,
-                      valid=not args.no_repair)
+    spec = DecodeSpec(sampler, T=args.T or (ship.T if ship else 10), beam=args.beam if sampler == "beam" else 1,
+                      seed=args.seed, valid=not args.no_repair)
+    if ship is not None:
+        print(f"reading with the shipped {ship.describe()}; decoder {spec.name}", file=sys.stderr)
     t0 = time.perf_counter()
     jsonl = open(args.jsonl, "w", encoding="utf-8") if args.jsonl is not None else None
     with tqdm(total=count_inputs(args.files), unit="img", file=sys.stderr, disable=None if jsonl else True) as bar:

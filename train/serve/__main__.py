@@ -26,7 +26,11 @@ from .intake import MAX_T
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m train.serve", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run (loaded without running code)")
+    from model.shipped import help_line
+
+    ap.add_argument("--ckpt", default=None,
+                    help="checkpoint written by train.run (loaded without running code), a train.export_onnx folder, "
+                         f"or a shipped model's name ({help_line('page')})")
     ap.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free one (default: %(default)s)")
     ap.add_argument("--host", default=None,
                     help="address to bind (default: 127.0.0.1, this machine only; 0.0.0.0 serves every interface)")
@@ -68,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     if not is_loopback(host):
         print(f"warning: serving on {host}, reachable from other machines; the server has no authentication",
               file=sys.stderr)
-    what = "GryphOne, remask sampler" if backend.has_steps else "AR baseline, greedy"
-    print(f"serving {args.ckpt} ({what}, step {backend.step}) on {server.url}  (Ctrl-C stops)", flush=True)
+    what = f"GryphOne, {backend.sampler} sampler" if backend.has_steps else f"{backend.kind}, greedy"
+    print(f"serving {backend.source} ({what}, step {backend.step}) on {server.url}  (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -69,11 +69,15 @@ class Backend:
         self.image_size: tuple[int, int] = loaded.render.size
         self.max_len: int = int(self._model.cfg.max_len)
         self.step: int = loaded.step
+        ship = loaded.shipped
+        self.source: str = f"the shipped {ship.name}" if ship else str(loaded.path)
+        self.sampler: str = ship.sampler if ship and ship.sampler in self._model.samplers else "remask"
 
     @classmethod
-    def load(cls, ckpt: str, device: str = "cpu") -> "Backend":
+    def load(cls, ckpt: str | None, device: str = "cpu") -> "Backend":
+        """`ckpt` None: the shipped model for the page (model/shipped.py)."""
         try:
-            loaded = load(ckpt, device)
+            loaded = load(ckpt, device, use="page")
         except CheckpointError as exc:
             raise BackendError(str(exc)) from None
         except (RuntimeError, ValueError) as exc:  # an unknown or absent device
@@ -108,7 +112,7 @@ class Backend:
         history: list = []
         sequence_confidence: list = []   # the token recognizers' confidence of the whole output
         with self._lock:
-            spec = DecodeSpec("remask", T=T) if self.has_steps else DecodeSpec(self._model.default_sampler)
+            spec = DecodeSpec(self.sampler, T=T) if self.has_steps else DecodeSpec(self._model.default_sampler)
             latex = self._model.recognize(image, spec, history=history,
                                           confidences=None if self.has_steps else sequence_confidence)[0]
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \

@@ -1,0 +1,162 @@
+"""Shipped weights (model/shipped.py, train/ship.py) and the writer hold-out they were chosen on
+(datasets_prep/holdout.py): placing a checkpoint, finding it without --ckpt, refusing a damaged one,
+and the real shipped model reading a real CROHME ink."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import model.shipped as shipped_mod
+from datasets_prep.holdout import choose_writers, holdout, main as holdout_main, row_writers
+from datasets_prep.shards import load_split, split_names
+from model import CheckpointError, load
+from model.shipped import ShippedWeightsError, resolve, shipped, shipped_names, verified
+from serve_helpers import micro_checkpoint, micro_data
+from train.ship import place
+
+
+@pytest.fixture()
+def weights(tmp_path, monkeypatch):
+    """A weights folder holding one placed micro model, made the install's."""
+    ckpt = micro_checkpoint(tmp_path, steps=20)
+    folder = tmp_path / "weights"
+    place(ckpt, "micro-g", "mask-predict", 3, "a micro test model", ["read", "page"], folder, onnx=False)
+    monkeypatch.setattr(shipped_mod, "WEIGHTS_DIR", folder)
+    return folder
+
+
+def test_place_writes_a_slim_checkpoint_and_its_entry(weights, tmp_path):
+    entry = json.loads((weights / "manifest.json").read_text())
+    assert entry["default"] == {"read": "micro-g", "page": "micro-g"}
+    item = entry["models"]["micro-g"]
+    assert (item["kind"], item["sampler"], item["T"]) == ("diffusion", "mask-predict", 3)
+    state = __import__("torch").load(weights / "micro-g.pt", weights_only=True)
+    assert "optimizer" not in state and "ema" not in state and "rng" not in state
+    run = micro_checkpoint(tmp_path, steps=20)
+    assert (weights / "micro-g.pt").stat().st_size < run.stat().st_size
+
+
+def test_load_without_a_path_reads_the_shipped_default(weights):
+    loaded = load()
+    assert loaded.shipped is not None and loaded.shipped.name == "micro-g"
+    assert loaded.path == weights / "micro-g.pt"
+    assert load("micro-g").shipped.name == "micro-g"
+    assert shipped_names() == ["micro-g"]
+
+
+def test_a_users_own_path_is_never_taken_for_a_shipped_name(weights, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "micro-g").write_bytes(b"not a checkpoint")
+    path, item = resolve("micro-g")
+    assert item is None and path == Path("micro-g")
+    with pytest.raises(CheckpointError, match="micro-g"):
+        load("micro-g")
+
+
+def test_a_damaged_shipped_checkpoint_is_refused_by_name(weights):
+    target = weights / "micro-g.pt"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(ShippedWeightsError, match="damaged"):
+        load()
+
+
+def test_an_install_without_weights_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(shipped_mod, "WEIGHTS_DIR", tmp_path / "none")
+    with pytest.raises(ShippedWeightsError, match="no shipped weights"):
+        load()
+    assert shipped_names() == []
+
+
+def test_predict_without_ckpt_uses_the_shipped_model_and_its_decoder(weights, tmp_path, capsys):
+    from train.predict import main
+
+    inks = sorted((micro_data(tmp_path).parent / "ink" / "train").glob("*.inkml"))
+    assert main([str(inks[0])]) == 0
+    err = capsys.readouterr().err
+    assert "shipped micro-g" in err and "mask-predict-T3" in err
+
+
+def test_serve_backend_without_ckpt_takes_the_page_model(weights):
+    from train.serve.backend import Backend
+
+    backend = Backend.load(None)
+    assert backend.sampler == "mask-predict" and "micro-g" in backend.source
+
+
+def test_place_refuses_a_decoder_the_model_lacks(tmp_path):
+    with pytest.raises(ValueError, match="greedy"):
+        place(micro_checkpoint(tmp_path, steps=20), "x", "greedy", 1, "", [], tmp_path / "w", onnx=False)
+    assert not (tmp_path / "w" / "x.pt").exists()
+
+
+# --- the writer hold-out ---------------------------------------------------------------------------
+
+
+def test_choose_writers_takes_whole_writers_until_the_fraction():
+    writers = ["a"] * 10 + ["b"] * 5 + ["c"] * 5 + ["d"] * 80
+    chosen = choose_writers(writers, 0.1, seed=0)
+    assert sum(w in chosen for w in writers) >= 10
+    assert choose_writers(writers, 0.1, seed=0) == chosen
+
+
+def test_holdout_splits_share_no_writer_and_keep_every_row(tmp_path):
+    root = micro_data(tmp_path)
+    target = tmp_path / "copy"
+    __import__("shutil").copytree(root, target)
+    rec = holdout(target, fraction=0.3, seed=1) if len(set(row_writers(load_split(target / "train")))) > 1 else None
+    if rec is None:
+        pytest.skip("the micro inks have one writer")
+    fit, valid = load_split(target / "fit"), load_split(target / "valid")
+    assert fit.num_rows + valid.num_rows == load_split(target / "train").num_rows
+    assert not set(row_writers(fit)) & set(row_writers(valid))
+    assert {"train", "fit", "valid"} <= set(split_names(target))
+
+
+def test_holdout_cli_refuses_bad_arguments(tmp_path, capsys):
+    assert holdout_main([str(tmp_path), "--fraction", "1.5"]) == 2
+    assert "fraction" in capsys.readouterr().err
+    assert holdout_main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_holdout_on_real_crohme_is_writer_disjoint(shared_data, tmp_path):
+    """CROHME train's writers (annotations; MathBrush's from its file names) never straddle fit/valid."""
+    crohme = shared_data / "crohme" / "train" / "expressmatch"
+    if not crohme.is_dir():
+        pytest.skip(f"{crohme} absent")
+    from datasets_prep.inkml import convert
+
+    convert("crohme", inputs=[crohme], out=tmp_path / "s", size=(32, 96), workers=1, progress=False)
+    split = split_names(tmp_path / "s")[0]
+    rec = holdout(tmp_path / "s", source=split, fraction=0.2, seed=0)
+    fit_w, valid_w = set(row_writers(load_split(tmp_path / "s" / "fit"))), set(row_writers(load_split(tmp_path / "s" / "valid")))
+    assert not fit_w & valid_w and len(valid_w) == rec["writers"]["valid"] >= 2
+
+
+# --- the weights this repository ships ----------------------------------------------------------------
+
+
+def test_the_shipped_default_reads_a_real_crohme_ink(shared_data):
+    names = shipped_names()
+    if not names:
+        pytest.skip("this checkout carries no shipped weights (model/weights/manifest.json)")
+    loaded = load()
+    assert verified(shipped()) == loaded.path
+    ink = shared_data / "crohme" / "test2014"
+    files = sorted(ink.glob("*.inkml"))[:8] if ink.is_dir() else []
+    if not files:
+        pytest.skip(f"{ink} absent")
+    from datasets_prep.readers import read_inkml
+    from datasets_prep.canvas import draw_ink
+    import torch
+
+    from model import DecodeSpec
+
+    images = torch.stack([torch.from_numpy(draw_ink(loaded.render, read_inkml(f.read_bytes(), str(f))))[None]
+                          for f in files]).float()
+    spec = DecodeSpec(loaded.shipped.sampler, T=loaded.shipped.T)
+    out = loaded.recognizer.recognize(images, spec)
+    assert len(out) == len(files) and all(isinstance(s, str) and s for s in out)

@@ -1,0 +1,118 @@
+"""Place a trained checkpoint among the weights gryphone ships (model/weights/), as the shipped
+models were placed:
+
+    python -m train.ship --ckpt runs/crohme-ship/ckpt.pt --name crohme-gryphone --sampler mask-predict --T 10 \\
+        --summary "GryphOne, CROHME 2014 train, ..." --default read,page
+
+Writes `NAME.pt` (the EMA weights, or the raw ones with --no-ema, and the specs: no optimizer, no RNG
+state; a fraction of the run's checkpoint), `NAME-onnx/` (train.export_onnx's folder, fp32; skipped
+with --no-onnx or without the onnx extra) and the model's entry in `manifest.json` (its SHA-256, its
+decoder, its one-line summary, the data's terms), refusing a file over the repository's 16 MB cap.
+The model card beside them (MODEL_CARD.md) is written by people: it quotes measured figures.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from model import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import FORMAT, REQUIRED
+from model.shipped import MANIFEST, MANIFEST_FORMAT, USES, WEIGHTS_DIR
+from tokenizer.files import atomic_write_json
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+CROHME_TERMS = "CROHME: free for research use only, not for commercial use (TC11 terms)"
+
+
+def slim_state(state: dict, use_ema: bool = True) -> dict:
+    """What reading needs of a training checkpoint: the specs and one set of weights."""
+    weights = state.get("ema") if use_ema and state.get("ema") else state["model"]
+    slim = {k: state[k] for k in REQUIRED[FORMAT] if k not in ("format", "model")}
+    return {**slim, "model": weights}
+
+
+def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: list[str], folder: Path = WEIGHTS_DIR,
+          use_ema: bool = True, onnx: bool = True, terms: str = CROHME_TERMS) -> dict:
+    """Write NAME.pt (+ NAME-onnx/) into `folder` and its manifest entry; returns the entry."""
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ValueError(f"--name {name!r}: letters, digits, '-' and '_' only")
+    state = load_checkpoint(ckpt)
+    if state.get("format") != FORMAT:
+        raise CheckpointError(f"{ckpt}: format {state.get('format')!r}; only {FORMAT} checkpoints ship")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.pt"
+    save_checkpoint(target, slim_state(state, use_ema))
+    if target.stat().st_size > MAX_FILE_BYTES:
+        target.unlink()
+        raise ValueError(f"{ckpt}: {name}.pt would be over 16 MB; ship a smaller model")
+    from model import load
+    samplers = load(target).recognizer.samplers
+    if sampler not in samplers:
+        target.unlink()
+        raise ValueError(f"--sampler {sampler}: a {state['model_config']['kind']} model decodes with {', '.join(samplers)}")
+    entry = {"checkpoint": target.name, "onnx": None, "kind": state["model_config"]["kind"], "sampler": sampler,
+             "T": int(T), "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
+             "step": int(state["step"]), "data_terms": terms}
+    if onnx:
+        entry["onnx"] = _export(target, folder / f"{name}-onnx")
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text()) if path.is_file() else {"format": MANIFEST_FORMAT, "default": {},
+                                                                    "models": {}}
+    manifest["models"][name] = entry
+    for use in defaults:
+        manifest["default"][use] = name
+    atomic_write_json(path, manifest)
+    return entry
+
+
+def _export(ckpt: Path, out: Path) -> str | None:
+    from model import load
+    from model.onnx_export import export_onnx
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        print("note: onnx is not installed; no ONNX folder written (pip install -e '.[onnx]')", file=sys.stderr)
+        return None
+    if out.exists():
+        shutil.rmtree(out)
+    export_onnx(load(ckpt), out, int8=False, used_ema=True)
+    too_big = [p.name for p in out.iterdir() if p.stat().st_size > MAX_FILE_BYTES]
+    if too_big:
+        raise ValueError(f"{out}: {', '.join(too_big)} over 16 MB")
+    return out.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m train.ship", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ckpt", required=True, type=Path, help="a checkpoint written by train.run")
+    ap.add_argument("--name", required=True, help="the shipped model's name (file stem, --ckpt NAME)")
+    ap.add_argument("--sampler", required=True, help="its default decoder, as chosen on a validation split")
+    ap.add_argument("--T", type=int, default=10, help="its default diffusion steps (default: %(default)s)")
+    ap.add_argument("--summary", required=True, help="one line: what it reads, on what, at what cost")
+    ap.add_argument("--default", default="", help=f"comma-separated uses it becomes the default for ({', '.join(USES)})")
+    ap.add_argument("--folder", type=Path, default=WEIGHTS_DIR, help="the weights folder (default: model/weights)")
+    ap.add_argument("--no-ema", action="store_true", help="ship the raw weights even when the run kept an EMA")
+    ap.add_argument("--no-onnx", action="store_true", help="do not write the ONNX folder")
+    args = ap.parse_args(argv)
+    defaults = [u for u in args.default.split(",") if u]
+    bad = [u for u in defaults if u not in USES]
+    if bad:
+        ap.error(f"--default {bad[0]!r}: one of {', '.join(USES)}")
+    try:
+        entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
+                      not args.no_ema, not args.no_onnx)
+    except (CheckpointError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.folder / entry['checkpoint']}: step {entry['step']}, sha256 {entry['sha256'][:12]}...; "
+          f"onnx: {entry['onnx']}; defaults: {', '.join(defaults) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
