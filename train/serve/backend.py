@@ -69,15 +69,16 @@ class Backend:
         self.image_size: tuple[int, int] = loaded.render.size
         self.max_len: int = int(self._model.cfg.max_len)
         self.step: int = loaded.step
-        ship = loaded.shipped
+        ship = self.shipped = loaded.shipped
+        self.render = loaded.render
         self.source: str = f"the shipped {ship.name}" if ship else str(loaded.path)
         self.sampler: str = ship.sampler if ship and ship.sampler in self._model.samplers else "remask"
 
     @classmethod
-    def load(cls, ckpt: str | None, device: str = "cpu") -> "Backend":
-        """`ckpt` None: the shipped model for the page (model/shipped.py)."""
+    def load(cls, ckpt: str | None, device: str = "cpu", use: str = "page") -> "Backend":
+        """`ckpt` None: the shipped model for `use` (model/shipped.py; the page's by default)."""
         try:
-            loaded = load(ckpt, device, use="page")
+            loaded = load(ckpt, device, use=use)
         except CheckpointError as exc:
             raise BackendError(str(exc)) from None
         except (RuntimeError, ValueError) as exc:  # an unknown or absent device
@@ -105,14 +106,17 @@ class Backend:
         except ImageError as exc:
             raise InputError(str(exc)) from None
 
-    def recognize(self, canvas: np.ndarray, T: int = 10) -> Reading:
-        """One canvas -> LaTeX (always parses), its refinement steps and confidence, and the time taken."""
+    def recognize(self, canvas: np.ndarray, T: int = 10, sampler: str | None = None) -> Reading:
+        """One canvas -> LaTeX (always parses), its refinement steps and confidence, and the time taken.
+        `sampler`: a GryphOne sampler other than the backend's own (ValueError if the model lacks it)."""
+        if sampler is not None and sampler not in self._model.samplers:
+            raise ValueError(f"sampler {sampler!r}: a {self.kind} model decodes with {', '.join(self._model.samplers)}")
         t0 = time.perf_counter()
         image = torch.from_numpy(np.ascontiguousarray(canvas, dtype=np.float32))[None, None]
         history: list = []
         sequence_confidence: list = []   # the token recognizers' confidence of the whole output
         with self._lock:
-            spec = DecodeSpec(self.sampler, T=T) if self.has_steps else DecodeSpec(self._model.default_sampler)
+            spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self._model.default_sampler)
             latex = self._model.recognize(image, spec, history=history,
                                           confidences=None if self.has_steps else sequence_confidence)[0]
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \
