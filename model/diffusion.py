@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from tokenizer.vocab import SATVocab
 
 from .layers import DecoderBlock, OfficialDecoderBlock, position_table, sincos_1d
+from .sampler_noise import remask_noise
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK  # the same ids in the symbol and the modifier vocabulary
 
@@ -226,7 +227,7 @@ def final_log_probs(final: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.no_grad()
-def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generator | None = None,
+def sample_remask(decoder: SATDecoder, mem_kv, T: int, seed: int = 0,
                   early_exit: bool = False, history: list | None = None,
                   keep_visible: bool = False, final: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The paper's sampler: start all-MASK; for t = T..1 predict every position (argmax), then
@@ -238,12 +239,15 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
     early_exit: stop once a step's prediction equals the previous step's for the whole batch.
     history: if a list, each step's (symbols, modifiers, confidence) is appended (for the refinement plot).
     final: if a dict, receives the last step's log-probabilities (see _keep_final).
+    seed: the re-mask draws (remask_noise): one row per step, the same for every sample, so an
+    image reads the same alone, in any batch and at any batch size.
     """
     b = mem_kv[0][0].shape[0]
     dev = mem_kv[0][0].device
     n = decoder.max_len
     sym = torch.full((b, n), MASK, dtype=torch.long, device=dev)
     mod = torch.full_like(sym, MASK)
+    noise = torch.from_numpy(remask_noise(seed, T, n)).to(dev)
     prev = None
     for t in range(T, 0, -1):
         out = decoder(sym, mod, mem_kv)
@@ -257,7 +261,7 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, generator: torch.Generato
         if t == 1 or (early_exit and prev is not None and torch.equal(prev, torch.stack([p_sym, p_mod]))):
             return p_sym, p_mod
         prev = torch.stack([p_sym, p_mod])
-        remask = torch.rand(b, n, generator=generator, device=dev) < (t - 1) / T
+        remask = (noise[T - t] < (t - 1) / T)[None].expand(b, n)
         sym, mod = p_sym.masked_fill(remask, MASK), p_mod.masked_fill(remask, MASK)
     raise AssertionError("unreachable")
 

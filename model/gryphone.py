@@ -119,8 +119,7 @@ class GryphOne(Recognizer):
         mem_kv = self.decoder.memory_kv(self.encoder(images))
         if spec.sampler == "mask-predict":
             return sample_mask_predict(self.decoder, mem_kv, spec.T, False, history, final)
-        gen = torch.Generator(device=images.device).manual_seed(spec.seed)
-        return sample_remask(self.decoder, mem_kv, spec.T, gen, False, history,
+        return sample_remask(self.decoder, mem_kv, spec.T, spec.seed, False, history,
                              keep_visible=spec.sampler == "remask-keep", final=final)
 
     @torch.no_grad()

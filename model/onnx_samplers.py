@@ -2,8 +2,8 @@
 
 They mirror model/diffusion.py and the recognizers' greedy searches step for step, so an exported model
 decodes what the PyTorch one does: the same argmax, PAD truncation and re-mask rules, and for the
-random re-mask sampler the same positions, drawn from a `torch.Generator` seeded as the PyTorch
-path seeds it (torch's CPU stream; NumPy's would differ).
+random re-mask sampler the same positions (diffusion.remask_noise: NumPy's PCG64 from the seed alone,
+the same row for every sample).
 
 `step(symbols, modifiers) -> (symbol logits, modifier logits)` [B, L, V] is one refinement step;
 `step(token [B, 1], position [1], state) -> (logits [B, V], next state)` one token step of a token
@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import torch
 
 from tokenizer.vocab import SATVocab, TokenVocab
+
+from .sampler_noise import remask_noise
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK
 BOS, EOS = TokenVocab.BOS, TokenVocab.EOS
@@ -45,7 +46,7 @@ def truncate_after_pad(sym: np.ndarray, mod: np.ndarray) -> tuple[np.ndarray, np
 def remask(step: SATStep, batch: int, length: int, T: int, seed: int,
            keep_visible: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """diffusion.sample_remask: (symbols, modifiers, the last step's logits)."""
-    gen = torch.Generator().manual_seed(seed)
+    noise = remask_noise(seed, T, length)
     sym = np.full((batch, length), MASK, dtype=np.int64)
     mod = sym.copy()
     for t in range(T, 0, -1):
@@ -56,7 +57,7 @@ def remask(step: SATStep, batch: int, length: int, T: int, seed: int,
         p_sym, p_mod = truncate_after_pad(p_sym, p_mod)
         if t == 1:
             return p_sym, p_mod, logits
-        drawn = torch.rand(batch, length, generator=gen).numpy() < np.float32((t - 1) / T)
+        drawn = np.broadcast_to(noise[T - t] < np.float32((t - 1) / T), (batch, length))
         sym, mod = np.where(drawn, MASK, p_sym), np.where(drawn, MASK, p_mod)
     raise AssertionError("unreachable")
 

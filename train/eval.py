@@ -16,7 +16,6 @@ Exit status: 0 done; 1 an unusable checkpoint or shard folder (named); 2 bad com
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import sys
@@ -29,6 +28,7 @@ import torch
 from datasets_prep.shards import ShardError
 from model import CheckpointError, DecodeSpec, Recognizer, load
 from model.repair import is_valid
+from model.shipped import help_line
 from datasets_prep.synth.printed import render_print
 from tokenizer import LatexError, normalize, tokenize
 from tokenizer.markup_metrics import markup_scores
@@ -66,9 +66,8 @@ def decode_split(recognizer: Recognizer, dataset: ShardDataset, spec: DecodeSpec
                  stats: Counter | None = None) -> list[str]:
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=collate)
     hyps: list[str] = []
-    for i, batch in enumerate(loader):
-        hyps += recognizer.recognize(batch["image"], dataclasses.replace(spec, seed=spec.seed * 100_003 + i),
-                                     stats=stats)
+    for batch in loader:  # one seed for every batch: a sample reads as it would alone (model/sampler_noise.py)
+        hyps += recognizer.recognize(batch["image"], spec, stats=stats)
     return hyps
 
 
@@ -181,7 +180,8 @@ def _positive_ints(text: str, what: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m train.eval", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.run")
+    ap.add_argument("--ckpt", default=None,
+                    help=f"checkpoint written by train.run, an export folder or a shipped model's name ({help_line('read')})")
     ap.add_argument("--data", required=True, help="shard root (datasets_prep.inkml --out)")
     ap.add_argument("--splits", default=None, help="comma-separated splits (default: the run's eval splits)")
     ap.add_argument("--T", default=[1, 10, 50], type=lambda t: _positive_ints(t, "--T"),
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in worst(res["predictions"], args.errors) if args.errors else []:
             print(f"  {p['sample_id']}  distance {p['distance']}\n    ref {p['ref']}\n    hyp {p['hyp']}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"ckpt": args.ckpt, "step": loaded.step, "results": results}, indent=1))
+        Path(args.json).write_text(json.dumps({"ckpt": str(loaded.path), "step": loaded.step, "results": results}, indent=1))
     return 0
 
 

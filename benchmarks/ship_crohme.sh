@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# How the shipped handwriting weights (model/weights/) are made, from the CROHME folder the README
+# names, on a 2-core CPU (~2 h 20 min in all): convert, cut a validation split by writer, train the
+# `crohme-ship` preset, choose the decoder on the validation split, read the test splits once, ship.
+#   bash benchmarks/ship_crohme.sh CROHME_DIR [WORK_DIR]
+# CROHME_DIR holds train/, test2014/, test2016/ (InkML). WORK_DIR (default .) gets shards/ and runs/.
+# SMOKE=1 runs every step at a few seconds of training (checks the script, ships nothing).
+set -euo pipefail
+crohme=${1:?CROHME_DIR}; work=${2:-.}
+data=$work/shards/crohme-96x384; run=$work/runs/crohme-ship
+smoke=(); [ "${SMOKE:-0}" = 1 ] && smoke=(pretrain.max_minutes=0.1 max_minutes=0.1 synth.count=200 eval_limit=20 eval_T=1 eval_seeds=1)
+limit=(); [ "${SMOKE:-0}" = 1 ] && limit=(--limit 20)
+[ -d "$data/test2016" ] || python -m datasets_prep.inkml --src crohme --input "$crohme/train" "$crohme/test2014" \
+    "$crohme/test2016" --size 96x384 --out "$data"
+[ -d "$data/valid" ] || python -m datasets_prep.holdout "$data" --from train --fit fit --valid valid --fraction 0.06 --seed 0
+python -m train.run --config crohme-ship --fresh threads=2 "data=$data" "out=$run" \
+    "synth.bank=$work/shards/glyph-bank-fit" "synth.cache=$work/shards/synth-cache-fit" "${smoke[@]}"
+# choose on valid: every GryphOne decoder, and the stage-1 AR reader (a token recognizer in its own right)
+python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits valid --T 1,10,20 \
+    --samplers remask,mask-predict,remask-keep --seeds 3 --json "$run/eval-valid.json" "${limit[@]}"
+python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits valid --beams 1,5 \
+    --json "$run/pretrain/eval-valid.json" "${limit[@]}"
+read -r sampler T < <(python benchmarks/pick_decoder.py "$run/eval-valid.json" --split valid)
+echo "decoder chosen on valid: $sampler T=$T"
+# the test splits, once, for the choices made
+python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits test2014,test2016 --T 1,10 \
+    --samplers remask,mask-predict --seeds 3 --json "$run/eval-test.json" "${limit[@]}"
+python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits test2014,test2016 --beams 1,5 \
+    --json "$run/pretrain/eval-test.json" "${limit[@]}"
+[ "${SMOKE:-0}" = 1 ] && { echo "smoke: done, nothing shipped"; exit 0; }
+python -m train.ship --ckpt "$run/ckpt.pt" --name crohme-gryphone --sampler "$sampler" --T "$T" --default read,page \
+    --summary "GryphOne trained on CROHME 2014 train (research use only); see model/weights/MODEL_CARD.md"
