@@ -17,15 +17,15 @@ python -m train.run --config crohme-ship --fresh threads=2 "data=$data" "out=$ru
     "synth.bank=$work/shards/glyph-bank-fit" "synth.cache=$work/shards/synth-cache-fit" "${smoke[@]}"
 # choose on valid: every GryphOne decoder, and the stage-1 AR reader (a token recognizer in its own right)
 python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits valid --T 1,10,20 \
-    --samplers remask,mask-predict,remask-keep --seeds 3 --json "$run/eval-valid.json" "${limit[@]}"
-python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits valid --beams 1,5 \
+    --samplers remask,mask-predict,remask-keep --seeds 3 --threads 2 --json "$run/eval-valid.json" "${limit[@]}"
+python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits valid --beams 1,5 --threads 2 \
     --json "$run/pretrain/eval-valid.json" "${limit[@]}"
 read -r sampler T < <(python benchmarks/pick_decoder.py "$run/eval-valid.json" --split valid)
 echo "decoder chosen on valid: $sampler T=$T"
 # the test splits, once, for the choices made
 python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits test2014,test2016 --T 1,10 \
-    --samplers remask,mask-predict --seeds 3 --json "$run/eval-test.json" "${limit[@]}"
-python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits test2014,test2016 --beams 1,5 \
+    --samplers remask,mask-predict --seeds 3 --threads 2 --json "$run/eval-test.json" "${limit[@]}"
+python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits test2014,test2016 --beams 1,5 --threads 2 \
     --json "$run/pretrain/eval-test.json" "${limit[@]}"
 [ "${SMOKE:-0}" = 1 ] && { echo "smoke: done, nothing shipped"; exit 0; }
 python -m train.ship --ckpt "$run/ckpt.pt" --name crohme-gryphone --sampler "$sampler" --T "$T" --default read,page \

@@ -44,6 +44,8 @@ def load(path: str | Path | None = None, device: str | torch.device = "cpu", use
     Without a path (or with a shipped model's name), the weights gryphone ships (model/shipped.py):
     the default for `use` ('read', or 'page' for the drawing page)."""
     path, item = resolve(path, use)
+    if path.is_dir() and not is_export(path) and (path / "ckpt.pt").is_file():
+        path = path / "ckpt.pt"  # a run folder (train.run --out): its checkpoint
     loaded = _load_path(path, device, use_ema)
     loaded.shipped = item
     return loaded

@@ -76,3 +76,32 @@ def test_every_command_module_has_a_main():
 
     for module, _ in COMMANDS.values():
         assert callable(importlib.import_module(module).main), module
+
+
+def test_a_run_folder_is_taken_for_its_checkpoint(micro):
+    from pathlib import Path
+
+    from model import load
+
+    ckpt, _ = micro
+    assert load(Path(ckpt).parent).path == Path(ckpt)
+
+
+def test_a_shadowing_package_is_named_before_anything_runs(tmp_path, monkeypatch, capsys):
+    import importlib.util
+    import sys
+
+    (tmp_path / "model.py").write_text("x = 1\n")
+    fake = importlib.util.module_from_spec(importlib.util.spec_from_file_location("model", tmp_path / "model.py"))
+    monkeypatch.setitem(sys.modules, "model", fake)
+    assert main(["recognize", "x.png"]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "model.py") in err and "virtual environment" in err
+
+
+def test_recognize_with_nothing_to_read_fails_and_says_so(micro, tmp_path, capsys):
+    ckpt, _ = micro
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no formula here")
+    assert main(["recognize", "--ckpt", ckpt, "--threads", "1", str(tmp_path / "empty")]) == 1
+    assert "no image or InkML file found" in capsys.readouterr().err

@@ -28,6 +28,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+PACKAGES = ("tokenizer", "datasets_prep", "model", "train")
+# a file each of gryphone's packages has, and another distribution of the same name would not
+MARKERS = {"tokenizer": "sat.py", "datasets_prep": "shards.py", "model": "shipped.py", "train": "cli.py"}
+
+
+def shadowed() -> str | None:
+    """One line naming the first of gryphone's top-level packages that resolves to something else (a
+    `model.py` in the working folder, a `tokenizer` distribution from PyPI), else None."""
+    import importlib.util
+    from pathlib import Path
+
+    home = Path(__file__).resolve().parent.parent
+    for name in PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError) as exc:
+            return f"gryphone: cannot import its package {name!r} ({exc})"
+        where = Path(spec.origin).resolve() if spec and spec.origin else None
+        folder = where.parent if where else None
+        if folder is None or folder != home / name or not (folder / MARKERS[name]).is_file():
+            return (f"gryphone: {name!r} resolves to {where or 'a namespace package'}, not gryphone's "
+                    f"{home / name}; rename or remove it (or install gryphone into its own virtual environment)")
+    return None
+
+
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {what}" for name, (_, what) in COMMANDS.items()]
@@ -48,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             print("gryphone (not installed as a distribution)")
         return 0
     name, rest = argv[0], argv[1:]
+    problem = shadowed()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     if name not in COMMANDS:
         print(f"gryphone: unknown command {name!r}\n\n{usage()}", file=sys.stderr, end="")
         return 2

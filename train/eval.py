@@ -34,6 +34,7 @@ from tokenizer import LatexError, normalize, tokenize
 from tokenizer.markup_metrics import markup_scores
 from tokenizer.metrics import score, token_distance
 
+from .threads import add_threads_arg, apply_threads
 from .data import ShardDataset, collate, load_split_data, sample_ids
 
 CANONICAL_KEYS = ("em", "exprate_le1", "exprate_le2", "cer")
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
     ap.add_argument("--batch-size", type=lambda t: _positive_ints(t, "--batch-size")[0], default=32)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    add_threads_arg(ap)
     ap.add_argument("--no-ema", action="store_true", help="use the raw weights even when the run kept an EMA")
     ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) to this file")
     ap.add_argument("--markup", choices=["text", "images"], default=None,
@@ -210,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    apply_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is available")
     if args.json and (Path(args.json).is_dir() or not Path(args.json).parent.resolve().is_dir()):

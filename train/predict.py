@@ -19,8 +19,8 @@ too large, truncated, blank) is reported on stderr with its reason and the other
 With --jsonl FILE: one JSON line per input, {"input", "latex", "confidence", "reference"} or
 {"input", "refused": reason}; a progress bar on stderr. Both end with the throughput on stderr.
 
-Exit status: 0 every input recognized; 1 at least one input could not be used, or the checkpoint
-could not be loaded; 2 bad command line.
+Exit status: 0 every input recognized; 1 at least one input could not be used, no input was found,
+or the checkpoint could not be loaded; 2 bad command line.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from tqdm import tqdm
 from model import CheckpointError, DecodeSpec, load
 from model.shipped import help_line
 
+from .threads import add_threads_arg, apply_threads
 from .predict_inputs import Input, count_inputs, iter_inputs, load_input
 
 __all__ = ["build_parser", "load_input", "main", "recognize_all"]
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch-size", type=_at_least_one, default=16, help="images decoded together (default: %(default)s)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                     help="cpu or cuda (default: %(default)s)")
+    add_threads_arg(ap)
     return ap
 
 
@@ -125,6 +127,7 @@ def _emitter(jsonl, bar):
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    apply_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is available")
     if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.resolve().is_dir()):
@@ -156,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
           f"({done / max(decode_s, 1e-9):.1f} images/s decoding alone, batch {args.batch_size})", file=sys.stderr)
     if refused:
         print(f"{refused} of {done + refused} inputs could not be recognized", file=sys.stderr)
+    if done + refused == 0:
+        print(f"error: no image or InkML file found in {', '.join(map(str, args.files))}", file=sys.stderr)
+        return 1
     return 1 if refused else 0
 
 
