@@ -61,9 +61,27 @@ def _load_path(path: Path, device: str | torch.device, use_ema: bool) -> Loaded:
         if state["format"] != FORMAT:  # the first format kept every kind's keys in one config
             model_cfg = {k: v for k, v in model_cfg.items() if k in config_keys(kind)}
         cfg = config_from_dict(model_cfg)
-        recognizer = build(cfg, render, labels)
         weights = state.get("ema") if use_ema and state.get("ema") else state["model"]
+        _check_shapes(cfg, render, labels, weights)
+        recognizer = build(cfg, render, labels)
         recognizer.load_state_dict(weights)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise CheckpointError(f"{path}: checkpoint does not match this version of the model: {exc}") from None
     return Loaded(recognizer.to(device).eval(), render, labels, state, path)
+
+
+def _check_shapes(cfg, render: RenderSpec, labels: LabelSpec, weights: object) -> None:
+    """The stored config's model, built on the meta device (no memory, no compute), must have exactly the
+    stored weights' names and shapes: a config that says enc_dim=65536 beside small weights is refused
+    here, before building it would ask for gigabytes. ValueError names the first difference."""
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise ValueError("the weights are not a dict of tensors")
+    with torch.device("meta"):
+        probe = build(cfg, render, labels)
+    want = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in weights.items()}
+    if want != got:
+        diff = sorted(set(want) ^ set(got)) or sorted(k for k in want if want[k] != got[k])
+        key = diff[0]
+        raise ValueError(f"the stored config describes another model than the stored weights ({key}: "
+                         f"config {want.get(key, 'absent')}, weights {got.get(key, 'absent')})")

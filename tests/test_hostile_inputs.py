@@ -453,3 +453,24 @@ def test_captions_round_trip_text_mode_and_control_spaces():
     assert from_caption("\\mbox { T r }") == "\\mbox{Tr}"
     for latex in ("\\mbox{Tr}", "x+\\mbox{ rot }y", "1011\\ 1110_2", "\\text{a\\textbf{b c}}", "x^{2}"):
         assert tokenize(from_caption(to_caption(tokenize(latex)))) == tokenize(latex), latex
+
+
+@pytest.mark.parametrize("key, value", [("enc_dim", 65536), ("dec_depth", 400), ("max_len", 10**6)])
+def test_a_checkpoint_config_cannot_ask_for_memory_its_weights_do_not_have(tmp_path, key, value):
+    """The stored config is checked against the stored weights on the meta device before anything is
+    built: a 65536-wide encoder beside micro weights is refused by name, without allocating it."""
+    import resource
+
+    import torch
+
+    from model import CheckpointError, load
+    from serve_helpers import micro_checkpoint
+
+    state = torch.load(micro_checkpoint(tmp_path, steps=20), weights_only=True)
+    state["model_config"][key] = value
+    bad = tmp_path / "bad.pt"
+    torch.save(state, bad)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CheckpointError, match="another model than the stored weights"):
+        load(bad)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024  # KB: no giant build
