@@ -474,3 +474,27 @@ def test_a_checkpoint_config_cannot_ask_for_memory_its_weights_do_not_have(tmp_p
     with pytest.raises(CheckpointError, match="another model than the stored weights"):
         load(bad)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024  # KB: no giant build
+
+
+@pytest.mark.parametrize("argv", [["tokenizer.check", "{x}"], ["tokenizer.check", "{ok}", "--against", "{x}"],
+                                  ["datasets_prep.synth", "--labels", "{x}", "--out", "{out}"],
+                                  ["datasets_prep.synth", "--count", "2", "--exclude", "{x}", "--out", "{out}"],
+                                  ["datasets_prep.synth", "--style", "print", "--labels", "{x}", "--out", "{out}"]])
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_label_file_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path, argv, kind):
+    """A FIFO would block the reader forever and /dev/zero would grow its memory without end."""
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        x = tmp_path / "labels.fifo"
+        os.mkfifo(x)
+    else:
+        x = Path("/dev/zero")
+        if not x.exists():
+            pytest.skip("no /dev/zero here")
+    ok = tmp_path / "ok.txt"
+    ok.write_text("x^{2}\n")
+    args = [a.format(x=x, ok=ok, out=tmp_path / "out") for a in argv]
+    res = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "not a regular file" in res.stderr, res.stderr[-500:]
+    assert "Traceback" not in res.stderr

@@ -173,7 +173,10 @@ def refuse_binary(stream: BinaryIO, display: str) -> None:
 
 
 def open_source(name: str) -> tuple[BinaryIO, str]:
-    """(binary stream, display name); '-' is standard input. Raises OSError for a missing file."""
+    """(binary stream, display name); '-' is standard input. Raises OSError for a missing file, and
+    for a FIFO or a device (tokenizer.files.open_regular: they would hang or never end)."""
+    from .files import open_regular
+
     if name == "-":
         return (sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())), "<stdin>"
-    return open(name, "rb"), name
+    return open_regular(name), name

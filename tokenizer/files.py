@@ -43,3 +43,29 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, clean: bool = False
 
 def atomic_write_json(path: str | os.PathLike, obj, indent: int = 2) -> None:
     atomic_write(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+class NotRegularFile(OSError):
+    """A FIFO, device, socket or folder where a file of text was expected."""
+
+
+def open_regular(path: str | os.PathLike):
+    """A regular file opened for reading in binary. Why not plain `open`: a FIFO there would block
+    forever and `/dev/zero` would never end; both are refused (NotRegularFile, an OSError whose strerror
+    says what the path is) without blocking, and a file swapped for one after the check is caught."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+        err = NotRegularFile(f"{kind}, not a regular file")
+        err.strerror = f"{kind}, not a regular file"
+        err.filename = os.fspath(path)
+        raise err
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")

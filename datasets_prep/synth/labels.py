@@ -170,9 +170,10 @@ def read_label_file(path: Path) -> list[tuple[int, str]]:
     naming the file and the line.
     """
     from tokenizer.corpus import Skipped, read_corpus
+    from tokenizer.files import open_regular
 
     try:
-        f = Path(path).open("rb")
+        f = open_regular(path)
     except OSError as e:
         raise ValueError(f"{path}: cannot read ({e.strerror})") from None
     out = []
