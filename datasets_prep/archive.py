@@ -144,12 +144,19 @@ def _iter_tar(path: Path, max_bytes: int, on_read, wanted=None) -> Iterator[Memb
 class _GunzipStream(io.RawIOBase):
     """gzip (multi-member) decompression that hands out every byte recovered from a truncated file
     and then sets `truncated` (instead of raising mid-read, which would drop buffered bytes), so the
-    members before the damage are still read and the damage is still reported."""
+    members before the damage are still read and the damage is still reported.
+
+    Bounded work per byte: each call inflates at most OUT_CHUNK bytes (a 64 KB chunk of zeros would
+    otherwise inflate to 64 MB at once) and hands them out from an offset, never by re-slicing what is
+    left (which made a 1 MB .tgz of 1 GB of zeros quadratic: minutes of CPU)."""
+
+    OUT_CHUNK = 1 << 20
 
     def __init__(self, f):
         self._f = f
         self._z = zlib.decompressobj(wbits=31)
         self._buf = b""
+        self._pos = 0
         self._done = False
         self.truncated = False
 
@@ -157,21 +164,31 @@ class _GunzipStream(io.RawIOBase):
         return True
 
     def readinto(self, b) -> int:
-        while not self._buf and not self._done:
+        while self._pos >= len(self._buf) and not self._done:
+            self._fill()
+        n = min(len(b), len(self._buf) - self._pos)
+        b[:n] = self._buf[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def _fill(self) -> None:
+        z = self._z
+        if z.eof and z.unused_data:  # the next gzip member
+            rest = z.unused_data
+            self._z = z = zlib.decompressobj(wbits=31)
+            data = z.decompress(rest, self.OUT_CHUNK)
+        elif z.unconsumed_tail:
+            data = z.decompress(z.unconsumed_tail, self.OUT_CHUNK)
+        else:
             chunk = self._f.read(1 << 16)
             if not chunk:
-                self.truncated = not self._z.eof
+                self.truncated = not z.eof
                 self._done = True
-                break
-            self._buf = self._z.decompress(chunk)
-            while self._z.eof and self._z.unused_data:  # next gzip member
-                rest = self._z.unused_data
-                self._z = zlib.decompressobj(wbits=31)
-                self._buf += self._z.decompress(rest)
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
+                return
+            if z.eof:
+                self._z = z = zlib.decompressobj(wbits=31)
+            data = z.decompress(chunk, self.OUT_CHUNK)
+        self._buf, self._pos = data, 0
 
 
 def _decompressed(f, path: Path):

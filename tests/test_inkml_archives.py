@@ -197,3 +197,28 @@ def test_resume_of_a_streamed_tgz_redoes_only_missing_shards(tmp_path):
     again = convert("mathwriting", [tgz], out, workers=2, shard_size=7, resume=True)
     assert again["resumed_shards"] == 3 and again["processed_this_run"] == 30 - 21
     assert again["splits"] == full["splits"] and load_split(out / "train").equals(want)
+
+
+def test_a_gzip_bomb_member_is_inflated_a_bounded_chunk_at_a_time(tmp_path):
+    """A 64 KB gzip chunk of zeros inflates to 64 MB; the reader inflates at most OUT_CHUNK per step and
+    hands bytes out from an offset, so an oversized member costs linear time and the next one is read."""
+    import gzip
+    import io
+    import tarfile
+
+    from datasets_prep.archive import Member, _GunzipStream, iter_members
+
+    path = tmp_path / "bomb.tgz"
+    with tarfile.open(path, "w:gz") as tf:
+        for name, data in (("big.inkml", b"\0" * (48 << 20)), ("small.inkml", b"<ink/>")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    out = list(iter_members(path, 1 << 20))
+    assert "over the limit" in str(out[0]) and isinstance(out[1], Member) and out[1].data == b"<ink/>"
+    stream = _GunzipStream(io.BytesIO(gzip.compress(b"\0" * (8 << 20))))
+    total, buf = 0, bytearray(10240)
+    while (n := stream.readinto(buf)):
+        total += n
+        assert len(stream._buf) <= _GunzipStream.OUT_CHUNK
+    assert total == 8 << 20 and not stream.truncated
