@@ -82,3 +82,22 @@ def test_bad_jsonl_path_is_a_usage_error(ckpt, tmp_path):
     with pytest.raises(SystemExit) as exc:
         predict.main(["--ckpt", str(ckpt), "x.png", "--jsonl", str(tmp_path / "no" / "such" / "out.jsonl")])
     assert exc.value.code == 2
+
+
+def test_refused_inputs_are_reported_as_they_come_not_held_for_a_batch_of_images():
+    """100,000 unreadable archive members once piled up (and were re-counted per member) until an image
+    came; now a batch is batch_size inputs of any kind, so lines stream out in linear time."""
+    from train.predict import recognize_all
+    from train.predict_inputs import Input
+
+    emitted: list[str] = []
+    seen_when: dict[int, int] = {}
+
+    def inputs():
+        for i in range(200):
+            seen_when[i] = len(emitted)
+            yield Input(f"m{i}", error="not an image file")
+
+    done, refused, _ = recognize_all(None, inputs(), None, 16, lambda it, latex, conf: emitted.append(it.name))
+    assert (done, refused) == (0, 200) and emitted == [f"m{i}" for i in range(200)]
+    assert seen_when[100] >= 96  # all but the last partial batch already out

@@ -100,9 +100,9 @@ def recognize_all(rec, inputs, spec: DecodeSpec, batch_size: int, emit) -> tuple
         refused += len(pending) - len(ready)
         pending.clear()
 
-    for it in inputs:
-        pending.append(it)
-        if sum(p.image is not None for p in pending) >= batch_size:
+    for it in inputs:  # a batch is batch_size inputs, refused ones included: 100,000 unreadable members
+        pending.append(it)  # are reported as they come, in linear time, not held until an image arrives
+        if len(pending) >= batch_size:
             flush()
     flush()
     return done, refused, decode_s
@@ -117,6 +117,7 @@ def _emitter(jsonl, bar):
                 "input": it.name, "latex": latex, "confidence": None if conf is None else round(conf, 5),
                 **({"reference": it.reference} if it.reference is not None else {})}
             jsonl.write(json.dumps(row, ensure_ascii=False) + "\n")
+            jsonl.flush()  # a killed run keeps every line written so far
         elif latex is None:
             bar.write(f"{it.name}: skipped: {it.error}", file=sys.stderr)
         else:
