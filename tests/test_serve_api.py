@@ -382,7 +382,7 @@ def test_the_cli_exit_codes(root, tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "train.serve", *a], cwd=REPO, capture_output=True,  # noqa: E731
                                     text=True, timeout=120)
     assert run("--help").returncode == 0
-    for args in (["--ckpt", "x.pt", "--T", "0"], ["--ckpt", "x.pt", "--port", "70000"], []):
+    for args in (["--ckpt", "x.pt", "--T", "0"], ["--ckpt", "x.pt", "--port", "70000"]):
         proc = run(*args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, args
     bad = tmp_path / "broken.pt"
@@ -396,3 +396,51 @@ def test_the_cli_exit_codes(root, tmp_path):
         taken.listen()
         proc = run("--ckpt", str(micro_checkpoint(root)), "--port", str(taken.getsockname()[1]))
     assert proc.returncode == 1 and "cannot listen" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_multipart_body_of_many_parts_is_refused_before_it_is_parsed():
+    from train.serve.intake import MAX_PARTS, RequestError, parse_request
+
+    boundary = "xyz"
+    part = b"--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\r\n"
+    body = part * 20000 + b"--xyz--\r\n"
+    with pytest.raises(RequestError) as err:
+        parse_request(f"multipart/form-data; boundary={boundary}", body)
+    assert err.value.status == 413 and str(MAX_PARTS) in err.value.reason
+
+
+def test_connections_past_the_limit_are_answered_busy_at_once(backend):
+    import socket
+
+    from train.serve.app import make_server
+
+    running = Running(make_server(backend, "127.0.0.1", 0))
+    running.server.max_connections = 2
+    import threading
+    running.server._slots = threading.BoundedSemaphore(2)
+    host, port = running.server.server_address[:2]
+    held = [socket.create_connection((host, port)) for _ in range(2)]  # two idle connections hold both slots
+    try:
+        import time
+        time.sleep(0.3)
+        status, doc = post_json(running.url + "api/recognize", {"strokes": [[[0, 0], [5, 5]]]})
+        assert status == 503 and "busy" in doc["error"]
+    finally:
+        for s in held:
+            s.close()
+        running.close()
+    assert threading.active_count() < 50
+
+
+def test_a_request_that_waits_too_long_for_the_model_is_answered_busy(backend, monkeypatch):
+    from train.serve.backend import Busy
+    monkeypatch.setattr(backend, "wait_s", 0.05)
+    canvas = np.zeros(backend.image_size, np.float32)
+    canvas[10:20, 10:40] = 1
+    backend._lock.acquire()
+    try:
+        with pytest.raises(Busy):
+            backend.recognize(canvas)
+    finally:
+        backend._lock.release()
+    assert backend.recognize(canvas).latex

@@ -18,6 +18,7 @@ import ipaddress
 import json
 import socket
 import sys
+import threading
 import time
 import traceback
 from http import HTTPStatus
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
-from .backend import Backend, InputError
+from .backend import Backend, Busy, InputError
 from .formula import FormulaError, formula_svg
 from .intake import MAX_BODY_BYTES, MAX_POINTS, MAX_STROKES, MAX_T, RequestError, check_length, parse_latex, \
     parse_request
@@ -63,6 +64,9 @@ class RecognitionServer(ThreadingHTTPServer):
 
     daemon_threads = True
     request_queue_size = 64
+    max_connections = 32
+    """Connections served at once; one more is answered 503 at once instead of getting a thread (200
+    concurrent clients once made 269 threads that kept decoding for clients long gone)."""
 
     def __init__(self, address: tuple[str, int], backend: Backend, default_T: int = DEFAULT_T,
                  log: Callable[[str], None] | None = None):
@@ -70,6 +74,30 @@ class RecognitionServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.backend, self.default_T, self.log = backend, default_T, log
         self.local_only = is_loopback(address[0])
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            body = b'{"error": "the server is busy (too many connections); try again"}'
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Connection: close\r\nRetry-After: 1\r\nContent-Length: "
+                                + str(len(body)).encode() + b"\r\n\r\n" + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     @property
     def url(self) -> str:
@@ -234,7 +262,10 @@ class Handler(BaseHTTPRequestHandler):
                 else backend.canvas_from_image(req.image or b"")
         except InputError as exc:
             raise RequestError(422, str(exc)) from None
-        reading = backend.recognize(canvas, req.T or self.server.default_T)
+        try:
+            reading = backend.recognize(canvas, req.T or self.server.default_T)
+        except Busy as exc:
+            raise RequestError(503, str(exc)) from None
         self._json(200, {
             "latex": reading.latex,
             "confidence": reading.confidence,

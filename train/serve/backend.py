@@ -25,6 +25,10 @@ class BackendError(Exception):
     """The checkpoint cannot be served (missing, corrupt, refused, or from another model version)."""
 
 
+class Busy(Exception):
+    """The model has been busy with other requests for longer than the backend waits."""
+
+
 class InputError(ValueError):
     """Input the recognizer cannot use (an image the intake refuses, ink that cannot be drawn)."""
 
@@ -58,6 +62,9 @@ class Reading:
 
 class Backend:
     """A loaded checkpoint behind a lock (one decode at a time; drawing and decoding inputs run outside it)."""
+
+    wait_s = 20.0
+    """How long a request waits for the model before it is answered busy (its client has likely given up)."""
 
     def __init__(self, loaded: Loaded, device: str = "cpu"):
         self._loaded = loaded
@@ -115,10 +122,14 @@ class Backend:
         image = torch.from_numpy(np.ascontiguousarray(canvas, dtype=np.float32))[None, None]
         history: list = []
         sequence_confidence: list = []   # the token recognizers' confidence of the whole output
-        with self._lock:
+        if not self._lock.acquire(timeout=self.wait_s):
+            raise Busy(f"the model was busy for {self.wait_s:.0f} s with other requests; try again")
+        try:
             spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self._model.default_sampler)
             latex = self._model.recognize(image, spec, history=history,
                                           confidences=None if self.has_steps else sequence_confidence)[0]
+        finally:
+            self._lock.release()
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \
             or [self._ar_step(latex)]
         confs = [c for c in steps[-1].confidence if c is not None]

@@ -25,6 +25,9 @@ MAX_POINTS = 50_000
 MAX_COORD = 1e6
 MAX_T = 100
 MAX_LATEX_CHARS = 2_000
+MAX_PARTS = 8
+"""An upload form has a file and a T field; the email parser's cost grows with the parts, so a body of
+100,000 empty parts is refused from a count of its boundaries before it is parsed."""
 
 
 class RequestError(Exception):
@@ -118,6 +121,13 @@ def _json_request(body: bytes) -> Request:
 
 
 def _multipart_request(content_type: str, body: bytes) -> Request:
+    header = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n")
+    boundary = header.get_boundary()
+    if not boundary:
+        raise RequestError(400, "a multipart body that does not parse (missing or wrong boundary)")
+    parts = body.count(b"--" + boundary.encode("latin-1", "replace")) - 1
+    if parts > MAX_PARTS:
+        raise RequestError(413, f"the multipart body has {parts} parts, over the limit of {MAX_PARTS}")
     msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
     if not msg.is_multipart():
         raise RequestError(400, "a multipart body that does not parse (missing or wrong boundary)")
