@@ -9,6 +9,7 @@ header and raw little-endian arrays). Any key or shape mismatch is an error nami
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
             raise EncoderInitError(f"{path}: tensor {name!r} lies outside the file")
         end_of_last = end
         itemsize = 2 if dtype == "BF16" else np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)  # exact: numpy's int64 product wraps ([2**32, 2**32] -> 0) or overflows
         if count * itemsize != end - start:
             raise EncoderInitError(f"{path}: tensor {name!r} holds {end - start} bytes, its shape {shape} and "
                                    f"dtype {dtype} need {count * itemsize}")

@@ -98,3 +98,27 @@ def test_a_checkpoint_with_impossible_stored_values_is_refused_naming_it(tmp_pat
         load(path)
     proc = _run("-m", "train.predict", "--ckpt", str(path), str(tmp_path / "x.png"))
     assert proc.returncode == 1 and "odd.pt" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_outputs_on_a_full_disk_and_splits_outside_data_are_one_line_errors(tmp_path):
+    """--jsonl /dev/full, --json /dev/full and --splits ../x end with a reason, not a traceback; --T is
+    capped as on the page."""
+    import os
+    import subprocess
+    import sys
+
+    from serve_helpers import micro_checkpoint, micro_data
+
+    ckpt = micro_checkpoint(tmp_path, steps=20)
+    ink = sorted((micro_data(tmp_path).parent / "ink" / "train").glob("*.inkml"))[0]
+    run = lambda *a: subprocess.run([sys.executable, "-m", *a], capture_output=True, text=True, timeout=300)  # noqa: E731
+    cases = [(["train.eval", "--ckpt", str(ckpt), "--data", str(micro_data(tmp_path)), "--splits", "../x"],
+              "not a plain name"),
+             (["train.predict", "--ckpt", str(ckpt), "--T", "1000000", str(ink)], "at most")]
+    if os.path.exists("/dev/full"):
+        cases += [(["train.predict", "--ckpt", str(ckpt), "--jsonl", "/dev/full", str(ink)], "cannot write"),
+                  (["train.eval", "--ckpt", str(ckpt), "--data", str(micro_data(tmp_path)), "--splits", "train",
+                    "--T", "1", "--seeds", "1", "--json", "/dev/full"], "cannot write")]
+    for argv, needle in cases:
+        res = run(*argv)
+        assert res.returncode != 0 and needle in res.stderr and "Traceback" not in res.stderr, (argv, res.stderr[-400:])

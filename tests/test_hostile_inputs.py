@@ -166,6 +166,8 @@ def _safetensors(header, body: bytes = b"\0" * 16) -> bytes:
     ({"a": {"dtype": "F32", "shape": "4", "data_offsets": [0, 16]}}, "shape"),
     ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, "after the last tensor"),
     ({"a": "x"}, "not an object"),
+    ({"a": {"dtype": "F32", "shape": [10**30], "data_offsets": [0, 16]}}, "need"),
+    ({"a": {"dtype": "F32", "shape": [2**32, 2**32], "data_offsets": [0, 16]}}, "need"),
     ([1, 2], "not an object"),
     (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
 ])

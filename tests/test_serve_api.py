@@ -444,3 +444,13 @@ def test_a_request_that_waits_too_long_for_the_model_is_answered_busy(backend, m
     finally:
         backend._lock.release()
     assert backend.recognize(canvas).latex
+
+
+def test_a_duplicate_content_length_is_refused(server):
+    host, port = server.server.server_address[:2]
+    body = b'{"strokes": [[[0, 0], [5, 5]]]}'
+    with socket.create_connection((host, port), timeout=30) as s:
+        s.sendall(b"POST /api/recognize HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body)
+        answer = s.recv(65536).decode("latin-1")
+    assert answer.startswith("HTTP/1.1 400") and "Content-Length" in answer

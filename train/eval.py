@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from datasets_prep.names import plain_name
 from datasets_prep.shards import ShardError
 from model import CheckpointError, DecodeSpec, Recognizer, load
 from model.repair import is_valid
@@ -225,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"--samplers {','.join(bad)}: {rec.kind} decodes with {', '.join(rec.samplers)}")
         splits = args.splits.split(",") if args.splits else list(loaded.state["train_config"]["eval_splits"])
+        for split in splits:
+            plain_name(split)  # `../x` would read a split outside --data
         specs = default_specs(rec, args.T, samplers, args.seeds, args.beams, valid=not args.no_repair)
         results = evaluate_splits(rec, Path(args.data), splits, specs, args.batch_size, args.limit, args.markup or "")
     except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
@@ -237,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         for p in worst(res["predictions"], args.errors) if args.errors else []:
             print(f"  {p['sample_id']}  distance {p['distance']}\n    ref {p['ref']}\n    hyp {p['hyp']}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"ckpt": str(loaded.path), "step": loaded.step, "results": results}, indent=1))
+        try:
+            Path(args.json).write_text(json.dumps({"ckpt": str(loaded.path), "step": loaded.step, "results": results},
+                                                  indent=1))
+        except OSError as exc:
+            print(f"error: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     return 0
 
 

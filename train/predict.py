@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from model import CheckpointError, DecodeSpec, load
 from model.shipped import help_line
+from train.serve.intake import MAX_T
 
 from .threads import add_threads_arg, apply_threads
 from .predict_inputs import Input, count_inputs, iter_inputs, load_input
@@ -53,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                          f"or a shipped model's name ({help_line('read')})")
     ap.add_argument("--sampler", default=None, choices=["remask", "remask-keep", "mask-predict", "greedy", "beam"],
                     help="decoder (default: the shipped model's own; else remask for GryphOne, greedy for the others)")
-    ap.add_argument("--T", type=_at_least_one, default=None,
-                    help="diffusion steps (default: the shipped model's own, else 10)")
+    ap.add_argument("--T", type=_steps, default=None,
+                    help=f"diffusion steps, 1..{MAX_T} (default: the shipped model's own, else 10)")
     ap.add_argument("--beam", type=_at_least_one, default=1, help="AR beam width with --sampler beam (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random re-mask sampler (default: %(default)s)")
     ap.add_argument("--binarize", action="store_true", help="threshold images (photos, noisy scans) before fitting")
@@ -65,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="cpu or cuda (default: %(default)s)")
     add_threads_arg(ap)
     return ap
+
+
+def _steps(text: str) -> int:
+    value = _at_least_one(text)
+    if value > MAX_T:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_T} (as on the page), got {value}")
+    return value
 
 
 def _at_least_one(text: str) -> int:
@@ -147,14 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     if ship is not None:
         print(f"reading with the shipped {ship.describe()}; decoder {spec.name}", file=sys.stderr)
     t0 = time.perf_counter()
-    jsonl = open(args.jsonl, "w", encoding="utf-8") if args.jsonl is not None else None
-    with tqdm(total=count_inputs(args.files), unit="img", file=sys.stderr, disable=None if jsonl else True) as bar:
-        try:
-            done, refused, decode_s = recognize_all(rec, iter_inputs(args.files, loaded.render, args.binarize), spec,
-                                                    args.batch_size, _emitter(jsonl, bar))
-        finally:
-            if jsonl is not None:
-                jsonl.close()
+    try:
+        jsonl = open(args.jsonl, "w", encoding="utf-8") if args.jsonl is not None else None
+        with tqdm(total=count_inputs(args.files), unit="img", file=sys.stderr, disable=None if jsonl else True) as bar:
+            try:
+                done, refused, decode_s = recognize_all(rec, iter_inputs(args.files, loaded.render, args.binarize),
+                                                        spec, args.batch_size, _emitter(jsonl, bar))
+            finally:
+                if jsonl is not None:
+                    jsonl.close()
+    except OSError as exc:  # --jsonl on a full disk (/dev/full), a closed pipe, ...
+        print(f"error: cannot write {args.jsonl or 'the output'}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     wall = time.perf_counter() - t0
     print(f"recognized {done} images in {wall:.1f} s: {done / max(wall, 1e-9):.1f} images/s "
           f"({done / max(decode_s, 1e-9):.1f} images/s decoding alone, batch {args.batch_size})", file=sys.stderr)

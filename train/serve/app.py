@@ -93,6 +93,16 @@ class RecognitionServer(ThreadingHTTPServer):
             self._slots.release()
             raise
 
+    def handle_error(self, request, client_address) -> None:
+        """A client that hangs up or stalls is routine: one log line, no traceback (the handler turns
+        everything else into a 500 with the traceback logged)."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            if self.log:
+                self.log(f"{client_address[0]} - connection closed by the client ({type(exc).__name__})")
+            return
+        super().handle_error(request, client_address)
+
     def process_request_thread(self, request, client_address) -> None:
         try:
             super().process_request_thread(request, client_address)
@@ -246,6 +256,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise RequestError(403, f"cross-site request from {origin[:100]!r} refused")
         try:
+            if len(self.headers.get_all("Content-Length") or []) > 1:  # which one would a proxy have used?
+                raise RequestError(400, "more than one Content-Length header")
             length = check_length(self.headers.get("Content-Length"))
         except RequestError:
             self.close_connection = True  # the body (if any) stays unread
