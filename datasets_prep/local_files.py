@@ -16,7 +16,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from .readers import MAX_BYTES
+MAX_BYTES = 32 * 1024 * 1024
+"""Largest file read (bytes); real MathWriting/CROHME files are under 1 MB."""
 
 __all__ = ["FileRefused", "MAX_BYTES", "file_kind", "inside", "read_capped", "check_regular", "walk_files",
            "excerpt"]

@@ -22,10 +22,9 @@ import pyarrow.compute as pc
 from lxml import etree
 
 from .ink import Ink
+from .local_files import MAX_BYTES  # the largest file read, defined where files are read
 
 INKML_NS = "http://www.w3.org/2003/InkML"
-MAX_BYTES = 32 * 1024 * 1024
-"""Largest file read (bytes); real MathWriting/CROHME files are under 1 MB."""
 MAX_POINTS = 200_000
 """Most points in one ink; real inks have at most a few thousand."""
 MIN_POINTS = 2

@@ -1,22 +1,41 @@
 """Recognizers on one seam (model/recognizer.py): GryphOne (ViT + SAT masked diffusion), the
-autoregressive baseline and PosFormer; `model.load(ckpt)` gives a trained one back with its render and label specs."""
-from .ar_baseline import ARConfig, ARRecognizer
-from .checkpoint import load_checkpoint, read_specs, save_checkpoint
-from .diffusion import LossConfig, SATDecoder, diffusion_loss, mask_view, sample_mask_predict, sample_remask
-from .encoder import ViTConfig, ViTEncoder
-from .encoder_init import EncoderInitError, init_encoder, load_vit_checkpoint
-from .errors import CheckpointError, RecognizerConfigError
-from .gryphone import GryphOne, GryphOneConfig
-from .load import Loaded, load
-from .shipped import ShippedWeightsError, shipped_names
-from .posformer import PosFormer, PosFormerConfig
-from .recognizer import DecodeSpec, Recognizer, RecognizerConfig, count_params
-from .registry import RECOGNIZERS, build, config_from_dict, switch_kind
+autoregressive baseline, PosFormer and HVT; `model.load(ckpt)` gives a trained one back with its render
+and label specs.
 
-__all__ = [
-    "ARConfig", "ARRecognizer", "CheckpointError", "DecodeSpec", "EncoderInitError", "GryphOne", "GryphOneConfig",
-    "Loaded", "LossConfig", "ShippedWeightsError", "shipped_names", "PosFormer", "PosFormerConfig", "RECOGNIZERS", "Recognizer", "RecognizerConfig", "RecognizerConfigError", "SATDecoder",
-    "ViTConfig", "ViTEncoder", "build", "config_from_dict", "count_params", "diffusion_loss", "init_encoder", "load",
-    "load_checkpoint", "load_vit_checkpoint", "mask_view", "read_specs", "sample_mask_predict", "sample_remask",
-    "save_checkpoint", "switch_kind",
-]
+Names are imported on first use (PEP 562), so `model.load(onnx_folder)` and the shipped weights'
+manifest work where torch is not installed: only what a checkpoint needs imports torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "ARConfig": "ar_baseline", "ARRecognizer": "ar_baseline",
+    "load_checkpoint": "checkpoint", "read_specs": "checkpoint", "save_checkpoint": "checkpoint",
+    "LossConfig": "diffusion", "SATDecoder": "diffusion", "diffusion_loss": "diffusion", "mask_view": "diffusion",
+    "sample_mask_predict": "diffusion", "sample_remask": "diffusion",
+    "DecodeSpec": "decoding",
+    "ViTConfig": "encoder", "ViTEncoder": "encoder",
+    "EncoderInitError": "encoder_init", "init_encoder": "encoder_init", "load_vit_checkpoint": "encoder_init",
+    "CheckpointError": "errors", "RecognizerConfigError": "errors",
+    "GryphOne": "gryphone", "GryphOneConfig": "gryphone",
+    "Loaded": "load", "load": "load",
+    "ShippedWeightsError": "shipped", "shipped_names": "shipped",
+    "PosFormer": "posformer", "PosFormerConfig": "posformer",
+    "Recognizer": "recognizer", "RecognizerConfig": "recognizer", "count_params": "recognizer",
+    "RECOGNIZERS": "registry", "build": "registry", "config_from_dict": "registry", "switch_kind": "registry",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

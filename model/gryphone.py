@@ -19,13 +19,12 @@ from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import SATVocab
 
 from .aux_reader import SATCausalReader, reader_loss
-from .confidence import sat_confidence
 from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, sample_mask_predict, sample_remask
 from .encoder import ViTConfig, build_vit, vit_flops
 from .forest_targets import forest_targets
 from .layers import decoder_flops
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from .repair import is_valid, repair_ids
+from .decoding import finish_sat
 from .warm_start import decoder_from_ar, encoder_from_file
 
 
@@ -135,16 +134,3 @@ class GryphOne(Recognizer):
         return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
 
-def finish_sat(vocab: SATVocab, sym: list[list[int]], mod: list[list[int]], s_log: torch.Tensor, m_log: torch.Tensor,
-               spec: DecodeSpec, stats: Counter | None = None, confidences: list | None = None) -> list[str]:
-    """Decoded SAT rows and the last step's log-probabilities [B, L, V] -> LaTeX (repaired when
-    spec.valid), counts into `stats`, confidences appended: shared by the PyTorch and ONNX paths."""
-    stats = stats if stats is not None else Counter()
-    stats["outputs"] += len(sym)
-    if confidences is not None:
-        confidences += [sat_confidence(s, s_log[i].numpy(), m_log[i].numpy(), vocab.PAD) for i, s in enumerate(sym)]
-    if not spec.valid:
-        texts = [vocab.decode(s, m) for s, m in zip(sym, mod)]
-        stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
-        return texts
-    return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats) for i, (s, m) in enumerate(zip(sym, mod))]

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .checkpoint import FORMAT, CheckpointError, load_checkpoint, read_specs
+from .errors import CheckpointError
 from .onnx_runtime import ExportedRecognizer, is_export, read_export
-from .recognizer import Recognizer
-from .registry import build, config_from_dict, config_keys
 from .shipped import Shipped, resolve
+
+if TYPE_CHECKING:
+    from .recognizer import Recognizer
 
 
 @dataclass
 class Loaded:
-    recognizer: Recognizer | ExportedRecognizer
+    recognizer: "Recognizer | ExportedRecognizer"
     render: RenderSpec
     labels: LabelSpec
     state: dict          # the checkpoint dict (step, train_config, ...)
@@ -36,7 +36,7 @@ class Loaded:
         return int(self.state.get("step", 0))
 
 
-def load(path: str | Path | None = None, device: str | torch.device = "cpu", use_ema: bool = True,
+def load(path: str | Path | None = None, device: Any = "cpu", use_ema: bool = True,
          use: str = "read") -> Loaded:
     """Load a checkpoint written by train.run (either format), or a folder written by train.export_onnx
     (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply);
@@ -51,10 +51,13 @@ def load(path: str | Path | None = None, device: str | torch.device = "cpu", use
     return loaded
 
 
-def _load_path(path: Path, device: str | torch.device, use_ema: bool) -> Loaded:
+def _load_path(path: Path, device: Any, use_ema: bool) -> Loaded:
     if is_export(path):
         rec = read_export(path, str(device))
         return Loaded(rec, rec.render, rec.labels, rec.state, path)
+    from .checkpoint import FORMAT, load_checkpoint, read_specs  # torch: only a checkpoint needs it
+    from .registry import build, config_from_dict, config_keys
+
     state = load_checkpoint(path)
     kind, model_cfg, render, labels = read_specs(state, path)
     try:
@@ -74,6 +77,10 @@ def _check_shapes(cfg, render: RenderSpec, labels: LabelSpec, weights: object) -
     """The stored config's model, built on the meta device (no memory, no compute), must have exactly the
     stored weights' names and shapes: a config that says enc_dim=65536 beside small weights is refused
     here, before building it would ask for gigabytes. ValueError names the first difference."""
+    import torch
+
+    from .registry import build
+
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise ValueError("the weights are not a dict of tensors")
     with torch.device("meta"):

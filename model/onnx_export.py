@@ -117,14 +117,48 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
     spec = {
         "format": EXPORT_FORMAT, "kind": rec.kind, "decoder_graph": decoder_kind,
         "model_config": asdict(rec.cfg), "render": loaded.render.to_dict(), "labels": loaded.labels.to_dict(),
-        "train_config": loaded.state.get("train_config", {}), "step": loaded.step, "weights": "ema" if used_ema and loaded.state.get("ema") else "raw",
+        "train_config": loaded.state.get("train_config", {}), "step": loaded.step, "weights": "ema" if (used_ema and loaded.state.get("ema")) or loaded.state.get("weights") == "ema" else "raw",
         "samplers": {"available": list(exported_samplers(rec.kind)), "default": rec.default_sampler, "T": 10, "seed": 0},
         "graphs": {p: g for p, g in GRAPHS.items() if p == "fp32" or int8},
         "precision": "int8" if int8 else "fp32", "opset": OPSET, "torch": str(torch.__version__),
     }
     path = out / SPEC_FILE
     path.write_text(json.dumps(spec, indent=1))
+    (out / "README.md").write_text(folder_readme(spec))
     return path
+
+
+def folder_readme(spec: dict) -> str:
+    """How to read the folder without torch: gryphone's `model` package reads it with ONNX Runtime and
+    NumPy (model/onnx_runtime.py; torch is never imported on that path), `datasets_prep.canvas` turns
+    an image or strokes into the model's input."""
+    samplers = ", ".join(spec["samplers"]["available"])
+    h, w = spec["render"]["size"] if "size" in spec["render"] else ("H", "W")
+    return f"""# A gryphone recognizer exported to ONNX
+
+`{spec['kind']}` recognizer, step {spec['step']}, {spec['weights']} weights; graphs: {', '.join(spec['graphs'])}
+(`{SPEC_FILE}` holds the render spec, the vocabulary and the samplers: {samplers}).
+
+Decoding needs ONNX Runtime, `onnx`, NumPy and Pillow (cairo only to draw strokes), and gryphone's
+own `model`, `tokenizer` and `datasets_prep` packages, **not torch**:
+
+```bash
+pip install onnxruntime onnx numpy pillow pylatexenc && pip install --no-deps gryphone
+```
+
+```python
+from model import load, DecodeSpec                 # torch is not imported on this path
+from datasets_prep.canvas import fit_image, draw_ink
+
+loaded = load("THIS_FOLDER")
+image = fit_image(loaded.render, open("formula.png", "rb").read())[None, None]   # 1 x 1 x {h} x {w}
+print(loaded.recognizer.recognize(image, DecodeSpec("{spec['samplers']['default']}", T=10))[0])
+```
+
+Or from the command line, with gryphone installed: `gryphone recognize --ckpt THIS_FOLDER formula.png`.
+The fp32 graphs decode exactly what the checkpoint decodes; int8 graphs, where present, are read only
+when asked for (`read_export(folder, precision="int8")`).
+"""
 
 
 def exported_samplers(kind: str) -> tuple[str, ...]:

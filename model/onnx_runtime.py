@@ -13,20 +13,17 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
-import torch
 
 from datasets_prep.local_files import FileRefused, read_capped
 from datasets_prep.render_spec import RenderSpec, RenderSpecError
 from tokenizer.label_spec import LabelSpec, LabelSpecError
 
-from .diffusion import final_log_probs
-from .errors import CheckpointError, RecognizerConfigError
-from .gryphone import finish_sat
+from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens, log_softmax_no_mask
+from .errors import CheckpointError
 from .onnx_samplers import greedy, mask_predict, remask
-from .recognizer import DecodeSpec, RecognizerConfig, check_decode_spec, finish_tokens
-from .registry import config_from_dict, recognizer_class
 
 EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
@@ -48,9 +45,9 @@ def is_export(path: str | Path) -> bool:
 class ExportedRecognizer:
     """The seam's decoding half (model/recognizer.py) over two ONNX Runtime sessions."""
 
-    def __init__(self, spec: dict, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec, sessions: tuple):
+    def __init__(self, spec: dict, cfg: SimpleNamespace, render: RenderSpec, labels: LabelSpec, sessions: tuple):
         self.kind, self.cfg, self.render, self.labels = spec["kind"], cfg, render, labels
-        self.label_kind = recognizer_class(self.kind).label_kind
+        self.label_kind = labels.kind
         self.samplers = tuple(spec["samplers"]["available"])
         self.default_sampler = spec["samplers"]["default"]
         self.state = {"format": EXPORT_FORMAT, "step": spec["step"], "train_config": spec["train_config"]}
@@ -60,7 +57,10 @@ class ExportedRecognizer:
         self.decoder_inputs = {i.name for i in self.decoder.get_inputs()}
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
-        """As the recognizer class encodes labels (evaluation reads them; the method uses cfg and labels only)."""
+        """As the recognizer class encodes labels (evaluation reads them; the method uses cfg and labels only).
+        Imports the recognizer classes, and so torch: decoding alone never calls it."""
+        from .registry import recognizer_class
+
         return recognizer_class(self.kind).targets(self, latex)
 
     def check_spec(self, spec: DecodeSpec) -> None:
@@ -74,7 +74,7 @@ class ExportedRecognizer:
         """images [B, 1, H, W] (tensor or array) -> LaTeX, as Recognizer.recognize (no `history`)."""
         spec = spec or DecodeSpec(self.default_sampler)
         self.check_spec(spec)
-        if isinstance(images, torch.Tensor):
+        if hasattr(images, "detach"):  # a torch tensor (torch itself is never imported here)
             images = images.detach().cpu().numpy()
         images = np.ascontiguousarray(images, dtype=np.float32)
         mem = self.memory(images)
@@ -87,7 +87,7 @@ class ExportedRecognizer:
                 sym, mod, logits = mask_predict(step, b, self.cfg.max_len, spec.T)
             else:
                 sym, mod, logits = remask(step, b, self.cfg.max_len, spec.T, spec.seed, spec.sampler == "remask-keep")
-            s_log, m_log = final_log_probs({"sym": torch.from_numpy(logits[0]), "mod": torch.from_numpy(logits[1])})
+            s_log, m_log = log_softmax_no_mask(logits[0]), log_softmax_no_mask(logits[1])
             return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
         names = STEP_STATE[self.graph]
@@ -123,11 +123,11 @@ def initial_state(graph: str, mem: dict[str, np.ndarray]) -> tuple[np.ndarray, .
 def read_export(folder: str | Path, device: str = "cpu", precision: str | None = None,
                 threads: int = 0) -> ExportedRecognizer:
     """The recognizer an export folder holds; CheckpointError naming the file on anything unusable.
-    precision: "fp32" | "int8" (default: what the export was asked for); threads: ONNX Runtime's
-    intra-op threads (0: its default)."""
+    precision: "fp32" (the default: it decodes exactly what the checkpoint decodes) or "int8" (read only
+    when asked for: it changes some outputs); threads: ONNX Runtime's intra-op threads (0: its default)."""
     folder = Path(folder)
     spec, cfg, render, labels = _read_spec(folder / SPEC_FILE)
-    precision = precision or spec["precision"]
+    precision = precision or "fp32"
     graphs = spec["graphs"].get(precision)
     if not isinstance(graphs, dict):
         raise CheckpointError(f"{folder / SPEC_FILE}: the export has no {precision} graphs "
@@ -137,7 +137,20 @@ def read_export(folder: str | Path, device: str = "cpu", precision: str | None =
     return ExportedRecognizer(spec, cfg, render, labels, sessions)
 
 
-def _read_spec(path: Path) -> tuple[dict, RecognizerConfig, RenderSpec, LabelSpec]:
+def _config(model_config: object) -> SimpleNamespace:
+    """The recognizer's config as the export stored it, read without the recognizer classes (which
+    need torch): decoding uses its kind and label window; both are checked."""
+    if not isinstance(model_config, dict) or not all(isinstance(k, str) for k in model_config):
+        raise ValueError("model_config must be an object")
+    if model_config.get("kind") not in EXPORTABLE:
+        raise ValueError(f"model_config kind {model_config.get('kind')!r} is not one of {', '.join(EXPORTABLE)}")
+    max_len = model_config.get("max_len")
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= 100_000:
+        raise ValueError(f"model_config max_len {max_len!r} is not a window length")
+    return SimpleNamespace(**model_config)
+
+
+def _read_spec(path: Path) -> tuple[dict, SimpleNamespace, RenderSpec, LabelSpec]:
     try:
         spec = json.loads(read_capped(path, 64 * 1024 * 1024))
     except FileRefused as exc:
@@ -150,7 +163,7 @@ def _read_spec(path: Path) -> tuple[dict, RecognizerConfig, RenderSpec, LabelSpe
     try:
         if EXPORTABLE.get(spec["kind"]) != spec["decoder_graph"]:
             raise ValueError(f"kind {spec['kind']!r} with decoder graph {spec['decoder_graph']!r}")
-        cfg = config_from_dict(spec["model_config"])
+        cfg = _config(spec["model_config"])
         render, labels = RenderSpec.from_dict(spec["render"]), LabelSpec.from_dict(spec["labels"])
         samplers = spec["samplers"]
         if not (isinstance(samplers.get("available"), list) and samplers.get("default") in samplers["available"]):
@@ -158,7 +171,7 @@ def _read_spec(path: Path) -> tuple[dict, RecognizerConfig, RenderSpec, LabelSpe
         if not isinstance(spec["graphs"], dict) or spec.get("precision") not in spec["graphs"]:
             raise ValueError("graphs must map each precision (fp32, int8) to its encoder and decoder")
         int(spec["step"]), dict(spec["train_config"])
-    except (KeyError, TypeError, AttributeError, ValueError, RecognizerConfigError, RenderSpecError,
+    except (KeyError, TypeError, AttributeError, ValueError, RenderSpecError,
             LabelSpecError) as exc:
         raise CheckpointError(f"{path}: cannot read the export's specs: {exc}") from None
     return spec, cfg, render, labels

@@ -29,27 +29,8 @@ import torch.nn as nn
 
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
-from tokenizer.vocab import TokenVocab
 
-from .confidence import token_confidence
-from .repair import delete_until_valid, is_valid
-
-
-@dataclass(frozen=True)
-class DecodeSpec:
-    """How to decode: a diffusion sampler with T steps, or an autoregressive one with a beam width."""
-
-    sampler: str = "remask"   # remask | remask-keep | mask-predict (GryphOne); greedy | beam (AR family)
-    T: int = 10
-    beam: int = 1
-    seed: int = 0
-    valid: bool = True        # repair outputs that do not parse (model/repair.py)
-
-    @property
-    def name(self) -> str:
-        if self.sampler in ("greedy", "beam"):
-            return "ar-greedy" if self.beam <= 1 else f"ar-beam{self.beam}"
-        return f"{self.sampler}-T{self.T}"
+from .decoding import DecodeSpec, check_decode_spec, finish_tokens
 
 
 @dataclass
@@ -128,35 +109,6 @@ class Recognizer(nn.Module):
 
     def check_spec(self, spec: DecodeSpec) -> None:
         check_decode_spec(self.kind, self.samplers, spec)
-
-
-def check_decode_spec(kind: str, samplers: tuple[str, ...], spec: DecodeSpec) -> None:
-    """A clear error for a decoder a recognizer does not have, or impossible settings."""
-    if spec.sampler not in samplers:
-        raise ValueError(f"{kind} decodes with {', '.join(samplers)}; got sampler {spec.sampler!r}")
-    if spec.T < 1 or spec.beam < 1:
-        raise ValueError(f"T and beam must be >= 1, got T={spec.T}, beam={spec.beam}")
-
-
-def finish_tokens(vocab: TokenVocab, ids: list[list[int]], probs: list[list[float]] | None, spec: DecodeSpec,
-                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
-    """Decoded token rows -> LaTeX (repaired by deletion when spec.valid), counting into `stats` and
-    appending each row's confidence (None without `probs`) to `confidences`: the one ending that the
-    PyTorch and the ONNX Runtime paths share."""
-    stats = stats if stats is not None else Counter()
-    stats["outputs"] += len(ids)
-    out = []
-    for i, row in enumerate(ids):
-        text = vocab.decode(row)
-        if not is_valid(text):  # no per-position alternatives here: the deletion repair only
-            stats["raw_invalid"] += 1
-            if spec.valid:
-                stats["last_resort"] += 1
-                text = delete_until_valid(text)
-        out.append(text)
-        if confidences is not None:
-            confidences.append(None if probs is None else token_confidence(row, probs[i], vocab.EOS))
-    return out
 
 
 def count_params(model: nn.Module) -> int:

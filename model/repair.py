@@ -16,7 +16,7 @@ import heapq
 import itertools
 from collections import Counter
 
-import torch
+import numpy as np
 
 from tokenizer import LatexError, tokenize
 from tokenizer.grammar import check_valid
@@ -54,16 +54,18 @@ def delete_until_valid(latex: str) -> str:
     return PLACEHOLDER
 
 
-def _edits(sym: list[int], mod: list[int], sym_logp: torch.Tensor, mod_logp: torch.Tensor,
+def _edits(sym: list[int], mod: list[int], sym_logp: np.ndarray, mod_logp: np.ndarray,
            length: int, specials: int) -> list[tuple[float, int, str, int]]:
     """Single edits (cost, position, stream, new id), cheapest first."""
     out = []
     span = min(length + 1, len(sym))  # the label's positions and the PAD that ends it (it may extend it)
     for stream, ids, logp in (("sym", sym, sym_logp), ("mod", mod, mod_logp)):
-        top = logp[:span].topk(min(TOP_K + 1, logp.shape[-1]), dim=-1)
+        k = min(TOP_K + 1, logp.shape[-1])
+        top = np.argsort(-logp[:span], axis=-1, kind="stable")[:, :k]  # best first; ties by the lower id
         for i in range(span):
             cur = float(logp[i, ids[i]])
-            for value, new in zip(top.values[i].tolist(), top.indices[i].tolist()):
+            for new in top[i].tolist():
+                value = float(logp[i, new])
                 if new == ids[i] or (new < specials and not (stream == "sym" and new == 0)):
                     continue  # MASK/UNK never, PAD only as a symbol (it ends the label)
                 out.append((cur - value, i, stream, new))
@@ -71,7 +73,7 @@ def _edits(sym: list[int], mod: list[int], sym_logp: torch.Tensor, mod_logp: tor
     return out[:MAX_SINGLES]
 
 
-def repair_ids(vocab, sym: list[int], mod: list[int], sym_logp: torch.Tensor, mod_logp: torch.Tensor,
+def repair_ids(vocab, sym: list[int], mod: list[int], sym_logp: np.ndarray, mod_logp: np.ndarray,
                stats: Counter | None = None) -> str:
     """The decoded label if it parses, else the cheapest valid one- or two-position edit, else the
     deletion repair. sym/mod are one sample's ids; *_logp its last step's log-probs [L, V]."""
@@ -80,6 +82,7 @@ def repair_ids(vocab, sym: list[int], mod: list[int], sym_logp: torch.Tensor, mo
     if is_valid(text):
         return text
     stats["raw_invalid"] += 1
+    sym_logp, mod_logp = np.asarray(sym_logp, dtype=np.float32), np.asarray(mod_logp, dtype=np.float32)
     length = next((i for i, s in enumerate(sym) if s == vocab.PAD), len(sym))
     singles = _edits(sym, mod, sym_logp, mod_logp, length, specials=3)
     pool = singles[:PAIR_POOL]

@@ -78,9 +78,10 @@ def test_int8_export_loads_and_reads(runs, micro_data, tmp_path):  # noqa: F811
     export_onnx(loaded, tmp_path / "onnx", int8=True)
     spec = json.loads((tmp_path / "onnx" / "gryphone-onnx.json").read_text())
     assert spec["precision"] == "int8" and set(spec["graphs"]) == {"fp32", "int8"}
-    assert load(tmp_path / "onnx").recognizer.precision == "int8"
-    assert read_export(tmp_path / "onnx", precision="fp32").precision == "fp32"
-    out = load(tmp_path / "onnx").recognizer.recognize(_images(loaded, micro_data), DecodeSpec("remask", T=10))
+    assert load(tmp_path / "onnx").recognizer.precision == "fp32"  # int8 changes outputs: only when asked
+    assert read_export(tmp_path / "onnx", precision="int8").precision == "int8"
+    out = read_export(tmp_path / "onnx", precision="int8").recognize(_images(loaded, micro_data),
+                                                                     DecodeSpec("remask", T=10))
     assert len(out) == 8 and all(isinstance(t, str) for t in out)
 
 
@@ -153,3 +154,49 @@ def test_untrained_token_recognizers_export_step_for_step(tmp_path, kind, option
     assert got == want
     assert rec.decode_ids(images, DecodeSpec("greedy")).shape[1] == rec.cfg.max_len
     assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)
+
+
+NO_TORCH = """
+import importlib.abc, json, sys
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is not installed here (blocked by the test)")
+sys.meta_path.insert(0, NoTorch())
+import numpy as np
+from model import DecodeSpec, load
+from datasets_prep.canvas import fit_image
+folder, pngs = sys.argv[1], sys.argv[2:]
+loaded = load(folder)
+images = np.stack([fit_image(loaded.render, open(p, "rb").read())[None] for p in pngs])
+out = {s: loaded.recognizer.recognize(images, DecodeSpec(s, T=10, seed=2)) for s in loaded.recognizer.samplers}
+assert "torch" not in sys.modules
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("kind", ["diffusion", "ar"])
+def test_an_export_folder_reads_without_torch_exactly_as_the_checkpoint(runs, micro_data, tmp_path, kind):  # noqa: F811
+    """The folder, read where torch cannot be imported (model.load, ONNX Runtime, NumPy, Pillow), decodes
+    the same PNGs to the same LaTeX as the PyTorch checkpoint, for every exported sampler."""
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    from datasets_prep.canvas import fit_image
+
+    loaded = load(runs[kind])
+    export_onnx(loaded, tmp_path / "onnx")
+    assert "torch" in (tmp_path / "onnx" / "README.md").read_text()
+    pngs = []
+    for i, image in enumerate(_images(loaded, micro_data)[:4]):
+        pngs.append(tmp_path / f"{i}.png")
+        Image.fromarray((255 - 255 * image[0].numpy()).round().astype("uint8")).save(pngs[-1])
+    res = subprocess.run([sys.executable, "-c", NO_TORCH, str(tmp_path / "onnx"), *map(str, pngs)],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout)
+    images = torch.stack([torch.from_numpy(fit_image(loaded.render, p.read_bytes()))[None] for p in pngs])
+    for sampler, texts in got.items():
+        assert texts == loaded.recognizer.recognize(images, DecodeSpec(sampler, T=10, seed=2)), sampler

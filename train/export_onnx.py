@@ -34,21 +34,26 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ckpt", default=None,
                     help=f"checkpoint written by train.run, or a shipped model's name ({help_line('read')})")
     ap.add_argument("--out", required=True, type=Path, help="folder for the graphs and gryphone-onnx.json")
-    ap.add_argument("--int8", action="store_true", help="also write dynamically int8-quantized graphs (the default then)")
+    ap.add_argument("--int8", action="store_true",
+                    help="also write dynamically int8-quantized graphs (read only when asked for: precision='int8')")
     ap.add_argument("--no-ema", action="store_true", help="export the raw weights even when the run kept an EMA")
     ap.add_argument("--check", action="store_true", help="compare PyTorch and ONNX Runtime outputs on random images")
     return ap
 
 
-def check_parity(ckpt: str | None, out: Path, use_ema: bool, n: int = 4) -> str:
-    """One line: how many of n random images decode to the same string in both paths (fp32)."""
+def check_parity(ckpt: str | None, out: Path, use_ema: bool, n: int = 4, precisions=("fp32",)) -> str:
+    """One line per precision written: how many of n random images decode to the same string as the
+    checkpoint (fp32 should be all of them; int8 is approximate)."""
     loaded = load(ckpt, use_ema=use_ema)
-    exported = read_export(out, precision="fp32")
     images = torch.rand(n, 1, *loaded.render.size).pow(8)  # sparse bright strokes, roughly ink-like
     spec = DecodeSpec(loaded.recognizer.default_sampler, T=10)
-    a, b = loaded.recognizer.recognize(images, spec), exported.recognize(images, spec)
-    same = sum(x == y for x, y in zip(a, b))
-    return f"check: {same} of {n} random images decode identically ({spec.name}, fp32)"
+    want = loaded.recognizer.recognize(images, spec)
+    lines = []
+    for precision in precisions:
+        got = read_export(out, precision=precision).recognize(images, spec)
+        same = sum(x == y for x, y in zip(want, got))
+        lines.append(f"check: {same} of {n} random images decode identically ({spec.name}, {precision})")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         spec_path = export_onnx(loaded, args.out, int8=args.int8, used_ema=not args.no_ema)
         print(f"wrote {args.out}: {', '.join(sorted(p.name for p in args.out.iterdir()))}")
         if args.check:
-            print(check_parity(args.ckpt, args.out, not args.no_ema))
+            print(check_parity(args.ckpt, args.out, not args.no_ema,
+                               precisions=("fp32", "int8") if args.int8 else ("fp32",)))
     except ImportError:
         print(f"error: ONNX export needs onnx and onnxruntime: {EXTRA_HINT}", file=sys.stderr)
         return 1

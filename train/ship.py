@@ -30,9 +30,9 @@ CROHME_TERMS = "CROHME: free for research use only, not for commercial use (TC11
 
 def slim_state(state: dict, use_ema: bool = True) -> dict:
     """What reading needs of a training checkpoint: the specs and one set of weights."""
-    weights = state.get("ema") if use_ema and state.get("ema") else state["model"]
+    ema = bool(use_ema and state.get("ema"))
     slim = {k: state[k] for k in REQUIRED[FORMAT] if k not in ("format", "model")}
-    return {**slim, "model": weights}
+    return {**slim, "model": state["ema"] if ema else state["model"], "weights": "ema" if ema else "raw"}
 
 
 def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: list[str], folder: Path = WEIGHTS_DIR,
