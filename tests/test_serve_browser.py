@@ -133,3 +133,62 @@ def test_an_uploaded_image_is_read_and_a_refused_one_explained(setup, tmp_path):
     driver.find_element(By.ID, "file").send_keys(str(bad))
     assert wait_for_answer(driver, "image") == "error"
     assert "ink" in driver.find_element(By.ID, "status").text.lower()
+
+
+SHIPPED_DRAWN = 12  # CROHME test2014 inks drawn through the page with the shipped model
+
+
+def test_the_shipped_model_reads_drawn_crohme_formulas(tmp_path):
+    """With no --ckpt the page serves the shipped GryphOne. Real CROHME test2014 inks (never trained on)
+    that the shipped model reads right from their files are drawn stroke by stroke in Chromium; the page
+    must read at least 3 in 4 of them right too (drawing rounds points to whole pixels and rescales them,
+    which may flip a borderline symbol, not the model's grasp of the formula)."""
+    from selenium.webdriver.common.by import By
+
+    from conftest import SHARED_DATA
+    from datasets_prep.readers import read_inkml
+    from model.shipped import shipped_names
+    from tokenizer import LatexError, normalize
+    from train.api import read
+    from train.predict_inputs import load_input
+    from train.serve.app import make_server
+    from train.serve.backend import Backend
+
+    if not shipped_names():
+        pytest.skip("this checkout carries no shipped weights")
+    folder = SHARED_DATA / "crohme" / "test2014"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} absent")
+
+    def canon(latex):
+        try:
+            return normalize(latex)
+        except LatexError:
+            return latex
+
+    backend = Backend.load(None)
+    chosen = []
+    for path in sorted(folder.glob("*.inkml")):
+        _, ref = load_input(path, backend.render)
+        if ref is not None and 4 <= len(ref) <= 30 and canon(read(path).latex) == canon(ref):
+            chosen.append((path, ref))
+        if len(chosen) == SHIPPED_DRAWN:
+            break
+    assert len(chosen) == SHIPPED_DRAWN, f"the shipped model read only {len(chosen)} short test2014 files right"
+    server = Running(make_server(backend, "127.0.0.1", 0))
+    driver = start_chromium(tmp_path / "profile")
+    right, seen = 0, []
+    try:
+        for path, ref in chosen:
+            _open(driver, server.url)
+            ink = read_inkml(path.read_bytes(), str(path))
+            n = draw_ink(driver, driver.find_element(By.ID, "pad"), ink, kinds=("pen",))
+            assert wait_for_answer(driver, str(n)) == "done"
+            latex = driver.find_element(By.ID, "latex").text
+            seen.append((path.name, ref, latex))
+            right += canon(latex) == canon(ref)
+    finally:
+        driver.quit()
+        server.close()
+    print(f"shipped model through the page: {right} of {len(chosen)} drawn test2014 formulas read right")
+    assert right >= 0.75 * len(chosen), seen

@@ -160,3 +160,46 @@ def test_the_shipped_default_reads_a_real_crohme_ink(shared_data):
     spec = DecodeSpec(loaded.shipped.sampler, T=loaded.shipped.T)
     out = loaded.recognizer.recognize(images, spec)
     assert len(out) == len(files) and all(isinstance(s, str) and s for s in out)
+
+
+def _shipped_or_skip():
+    if not shipped_names():
+        pytest.skip("this checkout carries no shipped weights (model/weights/manifest.json)")
+    return shipped()
+
+
+def test_the_shipped_default_reads_the_projects_own_inks_the_same_every_time(repo_root):
+    """No real data needed: the fixtures' CROHME-format inks, through the API, alone and as a batch."""
+    item = _shipped_or_skip()
+    from train.api import read
+    from train.predict import recognize_all
+    from train.predict_inputs import iter_inputs
+
+    inks = sorted((repo_root / "fixtures" / "crohme" / "test").glob("*.inkml"))[:6]
+    alone = [read(p) for p in inks]
+    assert all(r.latex and 0.0 <= r.confidence <= 1.0 and r.model.endswith(item.name) for r in alone)
+    loaded = load()
+    from model import DecodeSpec
+    batch: list[str] = []
+    recognize_all(loaded.recognizer, iter_inputs(inks, loaded.render), DecodeSpec(item.sampler, T=item.T), 4,
+                  lambda it, latex, conf: batch.append(latex))
+    assert batch == [r.latex for r in alone]
+
+
+def test_the_shipped_onnx_folder_reads_what_the_checkpoint_reads(repo_root):
+    item = _shipped_or_skip()
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    if item.onnx is None:
+        pytest.skip(f"{item.name} ships no ONNX folder")
+    import torch
+
+    from datasets_prep.canvas import draw_ink
+    from datasets_prep.readers import read_inkml
+    from model import DecodeSpec
+
+    torch_model, onnx_model = load(), load(item.onnx)
+    inks = sorted((repo_root / "fixtures" / "crohme" / "test").glob("*.inkml"))
+    images = torch.stack([torch.from_numpy(draw_ink(torch_model.render, read_inkml(p.read_bytes(), str(p))))[None]
+                          for p in inks])
+    spec = DecodeSpec(item.sampler, T=item.T)
+    assert onnx_model.recognizer.recognize(images, spec) == torch_model.recognizer.recognize(images, spec)
