@@ -78,7 +78,7 @@ def accuracy(backends: dict, images: torch.Tensor, refs: list[str], spec: Decode
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--ckpt", default=None, help="a checkpoint or a shipped model's name (default: the shipped one)")
     ap.add_argument("--data", required=True, help="shard root")
     ap.add_argument("--split", default="test")
     ap.add_argument("--n", type=int, default=100, help="test images timed (default: %(default)s)")
@@ -95,9 +95,10 @@ def main() -> int:
     data = load_split_data(Path(args.data) / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
     items = [ShardDataset(data, rec.render.size)[i] for i in range(min(args.n, len(data.rows)))]
     images, refs = collate(items)["image"], [it["latex"] for it in items]
-    specs = [DecodeSpec("remask", T=1), DecodeSpec("remask", T=10)] if rec.label_kind == "sat" else [DecodeSpec("greedy")]
+    specs = [DecodeSpec("remask", T=1), DecodeSpec("mask-predict", T=10), DecodeSpec("remask", T=10)] \
+        if rec.label_kind == "sat" else [DecodeSpec("greedy")]
     report = {
-        "ckpt": args.ckpt, "kind": rec.kind, "n": len(refs), "threads": args.threads,
+        "ckpt": str(loaded.path), "kind": rec.kind, "n": len(refs), "threads": args.threads,
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {open('/proc/loadavg').read().split()[0]}",
         "date": time.strftime("%Y-%m-%d %H:%M"),

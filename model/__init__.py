@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import importlib
 
+# torch-free, imported now: `load` is also a submodule's name, and a later `import model.load` must not
+# leave the package attribute pointing at the module instead of the function
+from .decoding import DecodeSpec
+from .errors import CheckpointError, RecognizerConfigError
+from .load import Loaded, load
+from .shipped import ShippedWeightsError, shipped_names
+
 _WHERE = {
     "ARConfig": "ar_baseline", "ARRecognizer": "ar_baseline",
     "load_checkpoint": "checkpoint", "read_specs": "checkpoint", "save_checkpoint": "checkpoint",
