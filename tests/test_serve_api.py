@@ -454,3 +454,30 @@ def test_a_duplicate_content_length_is_refused(server):
                   b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body)
         answer = s.recv(65536).decode("latin-1")
     assert answer.startswith("HTTP/1.1 400") and "Content-Length" in answer
+
+
+def test_a_request_whose_client_left_while_it_waited_is_not_computed(backend, monkeypatch):
+    from train.serve.app import make_server
+
+    lines: list[str] = []
+    running = Running(make_server(backend, "127.0.0.1", 0, log=lines.append))
+    calls = []
+    real = backend._model.recognize
+    monkeypatch.setattr(backend._model, "recognize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    host, port = running.server.server_address[:2]
+    body = json.dumps({"strokes": [[[0, 0], [10, 10], [20, 0]]]}).encode()
+    backend._lock.acquire()
+    try:
+        s = socket.create_connection((host, port))
+        s.sendall(b"POST /api/recognize HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.5)
+        s.close()
+        time.sleep(0.2)
+    finally:
+        backend._lock.release()
+    deadline = time.time() + 10
+    while not any("nothing computed" in ln for ln in lines) and time.time() < deadline:
+        time.sleep(0.05)
+    running.close()
+    assert any("nothing computed" in ln for ln in lines) and not calls

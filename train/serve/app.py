@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
-from .backend import Backend, Busy, InputError
+from .backend import Backend, Busy, Gone, InputError
 from .formula import FormulaError, formula_svg
 from .intake import MAX_BODY_BYTES, MAX_POINTS, MAX_STROKES, MAX_T, RequestError, check_length, parse_latex, \
     parse_request
@@ -181,6 +181,18 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
 
+    def _client_waiting(self) -> bool:
+        """False when the client has closed its end (a peek reads end-of-stream); a request whose client
+        left while it queued for the model is then dropped instead of decoded."""
+        if not hasattr(socket, "MSG_DONTWAIT"):
+            return True   # no non-blocking peek on this platform: decode as before
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except (BlockingIOError, InterruptedError):
+            return True   # nothing to read: still connected, waiting for the answer
+        except OSError:
+            return False
+
     def _host_allowed(self) -> bool:
         if not self.server.local_only:
             return True
@@ -275,9 +287,14 @@ class Handler(BaseHTTPRequestHandler):
         except InputError as exc:
             raise RequestError(422, str(exc)) from None
         try:
-            reading = backend.recognize(canvas, req.T or self.server.default_T)
+            reading = backend.recognize(canvas, req.T or self.server.default_T, wanted=self._client_waiting)
         except Busy as exc:
             raise RequestError(503, str(exc)) from None
+        except Gone:
+            self.close_connection = True
+            if self.server.log:
+                self.server.log(f"{self.client_address[0]} - left before the model was free; nothing computed")
+            return
         self._json(200, {
             "latex": reading.latex,
             "confidence": reading.confidence,

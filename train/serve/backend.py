@@ -9,6 +9,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -27,6 +28,10 @@ class BackendError(Exception):
 
 class Busy(Exception):
     """The model has been busy with other requests for longer than the backend waits."""
+
+
+class Gone(Exception):
+    """The request's client left before the model was free: nothing to compute."""
 
 
 class InputError(ValueError):
@@ -113,9 +118,12 @@ class Backend:
         except ImageError as exc:
             raise InputError(str(exc)) from None
 
-    def recognize(self, canvas: np.ndarray, T: int = 10, sampler: str | None = None) -> Reading:
+    def recognize(self, canvas: np.ndarray, T: int = 10, sampler: str | None = None,
+                  wanted: Callable[[], bool] | None = None) -> Reading:
         """One canvas -> LaTeX (always parses), its refinement steps and confidence, and the time taken.
-        `sampler`: a GryphOne sampler other than the backend's own (ValueError if the model lacks it)."""
+        `sampler`: a GryphOne sampler other than the backend's own (ValueError if the model lacks it).
+        `wanted`: asked once the model is free; False (the client hung up while waiting) raises Gone and
+        nothing is computed for it."""
         if sampler is not None and sampler not in self._model.samplers:
             raise ValueError(f"sampler {sampler!r}: a {self.kind} model decodes with {', '.join(self._model.samplers)}")
         t0 = time.perf_counter()
@@ -125,6 +133,8 @@ class Backend:
         if not self._lock.acquire(timeout=self.wait_s):
             raise Busy(f"the model was busy for {self.wait_s:.0f} s with other requests; try again")
         try:
+            if wanted is not None and not wanted():
+                raise Gone("the client closed the connection while waiting")
             spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self._model.default_sampler)
             latex = self._model.recognize(image, spec, history=history,
                                           confidences=None if self.has_steps else sequence_confidence)[0]
