@@ -41,6 +41,11 @@ canvas cannot use more, and a 40 MP RGBA page otherwise costs gigabytes and a mi
 at the reduced size directly)."""
 
 
+MAX_ASPECT = 100
+"""Longest side over shortest: an IM2LATEX line is ~12:1, a CROHME ink under 30:1. A 1 x 100,000 strip
+holds no formula, and fitted to the canvas it would look like "no ink"; it is refused by its shape."""
+
+
 def decode(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Bytes -> a fully decoded PIL image, or ImageError (not an image, too large, truncated)."""
     return decode_noted(data, max_pixels)[0]
@@ -59,6 +64,9 @@ def decode_noted(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[Image.Image
             w, h = im.size
             if w * h > max_pixels:
                 raise ImageError(f"{w}x{h} pixels exceeds the limit of {max_pixels / 1e6:.0f} MP")
+            if w and h and max(w, h) > MAX_ASPECT * min(w, h):
+                raise ImageError(f"{w}x{h} pixels: {max(w, h) // min(w, h)} times longer than it is wide, "
+                                 f"past the {MAX_ASPECT}:1 any formula has; crop it to the formula")
             frames = int(getattr(im, "n_frames", 1) or 1)
             if frames > 1:
                 notes.append(f"{frames} frames: only the first is used")

@@ -113,3 +113,16 @@ def test_decompression_bombs_are_refused_before_decoding(side):
     assert len(data) < 100_000 and side * side > MAX_PIXELS
     with pytest.raises(ImageError, match="exceeds the limit|decompression bomb"):
         image_to_canvas(data, SIZE)
+
+
+def test_a_strip_image_is_refused_by_its_shape_not_as_blank():
+    import io
+
+    from PIL import Image
+
+    from datasets_prep.image_intake import ImageError, decode
+
+    buf = io.BytesIO()
+    Image.new("L", (100_000, 1), 0).save(buf, format="PNG")
+    with pytest.raises(ImageError, match="times longer than it is wide"):
+        decode(buf.getvalue())
