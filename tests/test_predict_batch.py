@@ -101,3 +101,18 @@ def test_refused_inputs_are_reported_as_they_come_not_held_for_a_batch_of_images
     done, refused, _ = recognize_all(None, inputs(), None, 16, lambda it, latex, conf: emitted.append(it.name))
     assert (done, refused) == (0, 200) and emitted == [f"m{i}" for i in range(200)]
     assert seen_when[100] >= 96  # all but the last partial batch already out
+
+
+def test_a_link_to_a_folder_outside_the_input_is_reported_not_skipped(tmp_path):
+    import os
+
+    from datasets_prep.render_spec import RenderSpec
+    from train.predict_inputs import iter_inputs
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    inside = tmp_path / "in"
+    inside.mkdir()
+    os.symlink(outside, inside / "more")
+    got = list(iter_inputs([inside], RenderSpec((32, 64))))
+    assert len(got) == 1 and "leaves the input folder" in got[0].error

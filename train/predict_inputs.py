@@ -97,7 +97,8 @@ def _file(path: Path, render: RenderSpec, binarize: bool) -> Input:
 
 def _folder(root: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
     for name, full, refused in walk_files(root):
-        if not name.lower().endswith(WANTED):
+        link = refused is not None and refused.kind in ("link-outside", "link-loop")  # may be a folder of inputs
+        if not (name.lower().endswith(WANTED) or link):
             continue
         yield Input(full, error=str(refused)) if refused else _file(Path(full), render, binarize)
 
