@@ -481,3 +481,13 @@ def test_a_request_whose_client_left_while_it_waited_is_not_computed(backend, mo
         time.sleep(0.05)
     running.close()
     assert any("nothing computed" in ln for ln in lines) and not calls
+
+
+def test_an_http09_request_is_answered_at_once_not_held(server):
+    host, port = server.server.server_address[:2]
+    with socket.create_connection((host, port), timeout=5) as s:
+        s.sendall(b"GET /\r\n")
+        answer = b""
+        while chunk := s.recv(65536):  # the server closes after its answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400") and b"HTTP/0.9" in answer

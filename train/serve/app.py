@@ -14,8 +14,10 @@ included).
 """
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
+import select
 import socket
 import sys
 import threading
@@ -182,15 +184,12 @@ class Handler(BaseHTTPRequestHandler):
                 pass
 
     def _client_waiting(self) -> bool:
-        """False when the client has closed its end (a peek reads end-of-stream); a request whose client
-        left while it queued for the model is then dropped instead of decoded."""
-        if not hasattr(socket, "MSG_DONTWAIT"):
-            return True   # no non-blocking peek on this platform: decode as before
+        """False when the client has closed its end (readable, and a peek reads end-of-stream); a request
+        whose client left while it queued for the model is then dropped instead of decoded."""
         try:
-            return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
-        except (BlockingIOError, InterruptedError):
-            return True   # nothing to read: still connected, waiting for the answer
-        except OSError:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return not readable or self.connection.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
             return False
 
     def _host_allowed(self) -> bool:
@@ -221,6 +220,18 @@ class Handler(BaseHTTPRequestHandler):
         self._guarded(lambda: self._refuse_method("POST" if urlsplit(self.path).path == "/api/recognize" else "GET"))
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method
+
+    def parse_request(self) -> bool:
+        """http.server reads headers after an HTTP/0.9 request line ("GET /") that has none, holding the
+        connection until its timeout; such a request is answered 400 at once."""
+        words = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n").split()
+        if len(words) == 2:
+            self.command, self.path, self.request_version = words[0], words[1], "HTTP/1.0"
+            self.requestline = " ".join(words)
+            self.headers = http.client.HTTPMessage()
+            self.send_error(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or 1.1")
+            return False
+        return super().parse_request()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a malformed request line, headers too long) as JSON too."""
