@@ -421,8 +421,9 @@ def test_connections_past_the_limit_are_answered_busy_at_once(backend):
     host, port = running.server.server_address[:2]
     held = [socket.create_connection((host, port)) for _ in range(2)]  # two idle connections hold both slots
     try:
-        import time
-        time.sleep(0.3)
+        deadline = time.time() + 20
+        while running.server._slots._value > 0 and time.time() < deadline:  # both idle ones accepted
+            time.sleep(0.02)
         status, doc = post_json(running.url + "api/recognize", {"strokes": [[[0, 0], [5, 5]]]})
         assert status == 503 and "busy" in doc["error"]
     finally:
