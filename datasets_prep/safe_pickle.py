@@ -57,7 +57,9 @@ def _plain_dtype(dtype) -> np.dtype:
     if dtype.kind not in _DTYPE_KINDS or dtype.subdtype is not None or dtype.fields is not None \
             or dtype.hasobject or dtype.itemsize > 16:
         raise PickleRefused(f"refused: array dtype {dtype!s} (image arrays hold plain numbers)")
-    return dtype
+    # numpy's own canonical dtype, never the pickle's object: a later BUILD on that object (numpy
+    # dtypes take state in place) cannot reach an array built from the checked one
+    return np.dtype(dtype.str)
 
 
 def _shape(shape) -> tuple[int, ...]:

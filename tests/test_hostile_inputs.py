@@ -500,3 +500,26 @@ def test_a_label_file_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path, ar
     res = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "not a regular file" in res.stderr, res.stderr[-500:]
     assert "Traceback" not in res.stderr
+
+
+def test_a_checked_dtype_is_numpys_own_not_the_pickles_object():
+    """numpy dtypes take pickle state in place (BUILD); the array is built from a canonical dtype, so a
+    state set on the pickle's dtype object after the check cannot change an array already built."""
+    import numpy as np
+
+    from datasets_prep.safe_pickle import _plain_dtype
+
+    mine = np.dtype("u1", False, True)  # a copy, as a pickle's dtype() call makes
+    checked = _plain_dtype(mine)
+    assert checked == np.dtype("u1") and checked is not mine
+
+
+def test_a_huge_pickled_array_is_reduced_before_any_float_copy():
+    """TAMER's pickled arrays go through the 4 MP reduction decoded images get."""
+    import numpy as np
+
+    from datasets_prep.sources.raster import gray_from_array
+
+    big = np.full((3000, 4000), 200, np.float32)  # 12 MP of float: a float64 copy would be 96 MB
+    gray = gray_from_array(big)
+    assert gray.shape[0] * gray.shape[1] <= 4_000_000

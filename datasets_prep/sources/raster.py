@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from ..image_intake import ImageError, decode_noted, to_gray_on_white
+from ..image_intake import ImageError, _reduce, _reduction, decode_noted, to_gray_on_white
 from ..captions import from_caption
 from ..readers import InkError
 from .base import Item, Sample, read_bytes
@@ -54,13 +54,17 @@ def gray_from_array(a: np.ndarray, max_pixels: int = 40_000_000) -> np.ndarray:
         raise ImageError(f"array of shape {a.shape} is not an image (channels last, 1, 3 or 4)")
     if a.shape[0] * a.shape[1] > max_pixels or 0 in a.shape:
         raise ImageError(f"array of shape {a.shape} is empty or over {max_pixels / 1e6:.0f} MP")
+    factor = _reduction(a.shape[1], a.shape[0])  # past 4 MP, as a decoded image is (image_intake.WORK_PIXELS)
+    if factor > 1 and a.dtype != np.uint8:
+        a, factor = a[::factor, ::factor], 1  # a strided view: the float copy below is of the reduced image
     if a.dtype != np.uint8:
         a = a.astype(np.float64)
         top = float(a.max()) if a.size else 0.0
         a = (np.clip(a / (top if top > 1.0 else 1.0), 0, 1) * 255).astype(np.uint8)
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[..., 0]
-    return to_gray_on_white(Image.fromarray(a))
+    im = Image.fromarray(a)
+    return to_gray_on_white(_reduce(im, factor) if factor > 1 else im)
 
 
 def sample_id(item: Item, sample: Sample) -> str:
