@@ -121,9 +121,11 @@ def _prepare_out_checked(out: Path, plan: dict, resume: bool, overwrite: bool) -
 
 
 def input_fingerprint(paths: list[Path]) -> str:
-    """A digest of the input listing: every file's relative name, size and modification time (the
-    archive's own for an archive). --resume refuses when it changed, so a file replaced between the
-    runs (same count, other content) is never left out in silence. Costs one stat per file."""
+    """A digest of the input listing: every file's relative name, size, modification and change times
+    and inode (the archive's own for an archive). --resume refuses when it changed, so a file replaced
+    between the runs (same count, other content) is never left out in silence: a same-size swap whose
+    mtime was restored still has a new ctime (no user can set it) and usually a new inode. Costs one
+    stat per file."""
     h = hashlib.blake2b(digest_size=16)
     for k, p in enumerate(paths):
         h.update(f"input {k}\0".encode())
@@ -136,11 +138,15 @@ def input_fingerprint(paths: list[Path]) -> str:
                         st = os.stat(full)
                     except OSError:
                         st = os.lstat(full)
-                    h.update(f"{os.path.relpath(full, p)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\n".encode())
+                    h.update(f"{os.path.relpath(full, p)}\0{_stamp(st)}\0{st.st_mode}\n".encode())
         else:
             st = p.stat()
-            h.update(f"{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            h.update(f"{_stamp(st)}\n".encode())
     return h.hexdigest()
+
+
+def _stamp(st: os.stat_result) -> str:
+    return f"{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
 
 
 def _clean_temp(out: Path) -> None:

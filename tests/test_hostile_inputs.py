@@ -523,3 +523,19 @@ def test_a_huge_pickled_array_is_reduced_before_any_float_copy():
     big = np.full((3000, 4000), 200, np.float32)  # 12 MP of float: a float64 copy would be 96 MB
     gray = gray_from_array(big)
     assert gray.shape[0] * gray.shape[1] <= 4_000_000
+
+
+def test_a_same_size_swap_with_its_mtime_restored_changes_the_resume_fingerprint(tmp_path):
+    from datasets_prep.convert import input_fingerprint
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    f = folder / "a.inkml"
+    f.write_bytes(b"<ink>one</ink>")
+    before_stat = f.stat()
+    before = input_fingerprint([folder])
+    assert input_fingerprint([folder]) == before  # stable while nothing changes
+    f.write_bytes(b"<ink>two</ink>")  # same size
+    os.utime(f, ns=(before_stat.st_atime_ns, before_stat.st_mtime_ns))
+    assert f.stat().st_size == before_stat.st_size and f.stat().st_mtime_ns == before_stat.st_mtime_ns
+    assert input_fingerprint([folder]) != before
