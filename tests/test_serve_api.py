@@ -492,3 +492,19 @@ def test_an_http09_request_is_answered_at_once_not_held(server):
         while chunk := s.recv(65536):  # the server closes after its answer
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 400") and b"HTTP/0.9" in answer
+
+
+def test_a_client_that_resets_its_connection_is_one_log_line_not_a_traceback(backend, capfd):
+    from train.serve.app import make_server
+
+    lines: list[str] = []
+    running = Running(make_server(backend, "127.0.0.1", 0, log=lines.append))
+    host, port = running.server.server_address[:2]
+    s = socket.create_connection((host, port))
+    s.sendall(b"GET /api/in")  # half a request line: the reset reaches http.server's own readline
+    time.sleep(0.2)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+    s.close()
+    time.sleep(0.5)
+    running.close()
+    assert "Traceback" not in capfd.readouterr().err
