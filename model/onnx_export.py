@@ -122,10 +122,28 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
         "graphs": {p: g for p, g in GRAPHS.items() if p == "fp32" or int8},
         "precision": "int8" if int8 else "fp32", "opset": OPSET, "torch": str(torch.__version__),
     }
+    stamp_metadata(out, spec)
     path = out / SPEC_FILE
     path.write_text(json.dumps(spec, indent=1))
     (out / "README.md").write_text(folder_readme(spec))
     return path
+
+
+def stamp_metadata(out: Path, spec: dict) -> None:
+    """Each graph carries what reading it needs (ONNX metadata_props, `gryphone.*`): the recognizer kind,
+    its part, the vocabulary, the render spec and the samplers, so a graph copied out of its folder still
+    says what it is and how its input is drawn."""
+    import onnx
+
+    props = {"gryphone.format": spec["format"], "gryphone.kind": spec["kind"],
+             "gryphone.decoder_graph": spec["decoder_graph"], "gryphone.step": str(spec["step"]),
+             "gryphone.labels": json.dumps(spec["labels"]), "gryphone.render": json.dumps(spec["render"]),
+             "gryphone.samplers": json.dumps(spec["samplers"])}
+    for precision, graphs in spec["graphs"].items():
+        for part, name in graphs.items():
+            model = onnx.load(str(out / name))
+            onnx.helper.set_model_props(model, {**props, "gryphone.part": part, "gryphone.precision": precision})
+            onnx.save(model, str(out / name))
 
 
 def folder_readme(spec: dict) -> str:

@@ -200,3 +200,36 @@ def test_an_export_folder_reads_without_torch_exactly_as_the_checkpoint(runs, mi
     images = torch.stack([torch.from_numpy(fit_image(loaded.render, p.read_bytes()))[None] for p in pngs])
     for sampler, texts in got.items():
         assert texts == loaded.recognizer.recognize(images, DecodeSpec(sampler, T=10, seed=2)), sampler
+
+
+def test_every_front_end_gives_a_confidence_and_shard_rows_their_split(runs, micro_data, tmp_path, capsys):  # noqa: F811
+    """The TSV lines carry the confidence, shard rows are named split/sample_id, and the page's backend
+    over an ONNX folder reports a confidence too (it once sent null)."""
+    import numpy as np
+
+    from train.serve.backend import Backend
+
+    export_onnx(load(runs["diffusion"]), tmp_path / "onnx")
+    assert predict.main(["--ckpt", str(runs["diffusion"]), "--threads", "1", str(micro_data)]) == 0
+    lines = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert lines and all(len(cols) == 4 and cols[0].startswith("train/") and 0.0 <= float(cols[2]) <= 1.0
+                         for cols in lines)
+    backend = Backend.load(str(tmp_path / "onnx"))
+    canvas = np.zeros(backend.image_size, np.float32)
+    canvas[20:40, 10:50] = 1.0
+    reading = backend.recognize(canvas)
+    assert reading.confidence is not None and 0.0 <= reading.confidence <= 1.0
+
+
+def test_every_graph_carries_its_kind_vocabulary_render_spec_and_samplers(runs, tmp_path):
+    import onnx
+
+    export_onnx(load(runs["diffusion"]), tmp_path / "onnx", int8=True)
+    for name in ("encoder.onnx", "decoder.onnx", "encoder.int8.onnx", "decoder.int8.onnx"):
+        path = tmp_path / "onnx" / name
+        if not path.exists():
+            continue
+        props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+        assert props["gryphone.kind"] == "diffusion" and props["gryphone.part"] in ("encoder", "decoder")
+        assert json.loads(props["gryphone.labels"])["kind"] == "sat" and "size" in json.loads(props["gryphone.render"])
+        assert "remask" in json.loads(props["gryphone.samplers"])["available"]

@@ -13,8 +13,8 @@ through datasets_prep.image_intake (safe decode with a pixel limit, transparency
 white, ink polarity detected, background divided out, optional --binarize for photos, cropped to
 the ink and fitted like a rendered ink). Inputs are decoded --batch-size at a time.
 
-Without --jsonl: prints `path<TAB>latex` per input, and `<TAB>reference` when the input carries one
-(an InkML truth/normalizedLabel, a shard row's label); an input that cannot be used (unreadable,
+Without --jsonl: prints `path<TAB>latex<TAB>confidence` per input, and `<TAB>reference` when the input
+carries one (an InkML truth/normalizedLabel, a shard row's label; shard rows are named `split/sample_id`); an input that cannot be used (unreadable,
 too large, truncated, blank) is reported on stderr with its reason and the others still go through.
 With --jsonl FILE: one JSON line per input, {"input", "latex", "confidence", "reference"} or
 {"input", "refused": reason}; a progress bar on stderr. Both end with the throughput on stderr.
@@ -129,7 +129,9 @@ def _emitter(jsonl, bar):
         elif latex is None:
             bar.write(f"{it.name}: skipped: {it.error}", file=sys.stderr)
         else:
-            print(f"{it.name}\t{latex}" + (f"\t{it.reference}" if it.reference is not None else ""), flush=True)
+            shown = "" if conf is None else f"{conf:.4f}"
+            print(f"{it.name}\t{latex}\t{shown}" + (f"\t{it.reference}" if it.reference is not None else ""),
+                  flush=True)
     return emit
 
 

@@ -120,8 +120,8 @@ def _shards(root: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
         return
     for split, table in tables:
         cols = table.column_names
-        ids = table.column("sample_id" if "sample_id" in cols else "path").to_pylist() if (
-            "sample_id" in cols or "path" in cols) else [f"{split}/{i}" for i in range(table.num_rows)]
+        ids = [f"{split}/{x}" for x in table.column("sample_id" if "sample_id" in cols else "path").to_pylist()] \
+            if ("sample_id" in cols or "path" in cols) else [f"{split}/{i}" for i in range(table.num_rows)]
         latex = table.column("latex").to_pylist() if "latex" in cols else [None] * table.num_rows
         images = table.column("image")
         for i in range(table.num_rows):

@@ -36,7 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="address to bind (default: 127.0.0.1, this machine only; 0.0.0.0 serves every interface)")
     ap.add_argument("--T", type=int, default=10, help=f"default diffusion steps, 1..{MAX_T} (default: %(default)s); "
                                                       "a request may ask for another")
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads, 0 = torch's choice (default: %(default)s)")
+    from train.threads import default_threads
+
+    ap.add_argument("--threads", type=int, default=default_threads(),
+                    help="CPU threads for the model (default: half the cores, %(default)s here)")
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     ap.add_argument("--quiet", action="store_true", help="do not log each request on stderr")
     return ap

@@ -129,22 +129,23 @@ class Backend:
         t0 = time.perf_counter()
         image = torch.from_numpy(np.ascontiguousarray(canvas, dtype=np.float32))[None, None]
         history: list = []
-        sequence_confidence: list = []   # the token recognizers' confidence of the whole output
+        sequence_confidence: list = []   # the recognizer's own confidence of the whole output
         if not self._lock.acquire(timeout=self.wait_s):
             raise Busy(f"the model was busy for {self.wait_s:.0f} s with other requests; try again")
         try:
             if wanted is not None and not wanted():
                 raise Gone("the client closed the connection while waiting")
             spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self._model.default_sampler)
-            latex = self._model.recognize(image, spec, history=history,
-                                          confidences=None if self.has_steps else sequence_confidence)[0]
+            latex = self._model.recognize(image, spec, history=history, confidences=sequence_confidence)[0]
         finally:
             self._lock.release()
         steps = [self._step(s[0].tolist(), m[0].tolist(), c[0].tolist()) for s, m, c in history] \
             or [self._ar_step(latex)]
         confs = [c for c in steps[-1].confidence if c is not None]
+        # GryphOne with its history: the last step's positions; an ONNX export (no history) and the token
+        # recognizers: the recognizer's own confidence of the output
         confidence = math.exp(sum(math.log(max(c, 1e-12)) for c in confs) / len(confs)) \
-            if self.has_steps and confs else (sequence_confidence[0] if sequence_confidence else None)
+            if self.has_steps and history and confs else (sequence_confidence[0] if sequence_confidence else None)
         png = png_bytes(np.rint(255.0 - canvas * 255.0).clip(0, 255).astype(np.uint8))
         return Reading(latex=latex, confidence=confidence, steps=steps, repaired=steps[-1].latex != latex,
                        image_png=png, ms=(time.perf_counter() - t0) * 1000.0)
