@@ -133,6 +133,10 @@ def test_an_uploaded_image_is_read_and_a_refused_one_explained(setup, tmp_path):
     driver.find_element(By.ID, "file").send_keys(str(bad))
     assert wait_for_answer(driver, "image") == "error"
     assert "ink" in driver.find_element(By.ID, "status").text.lower()
+    # nothing of the previous answer stays beside the error
+    assert driver.find_element(By.ID, "latex").text == ""
+    assert not driver.find_element(By.ID, "seen").get_attribute("src")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#steps .step")
 
 
 SHIPPED_DRAWN = 12  # CROHME test2014 inks drawn through the page with the shipped model

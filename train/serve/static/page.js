@@ -140,6 +140,9 @@ function recognizeStrokes() {
 
 function recognizeImage(file) {
   if (!file) return;
+  strokes.length = 0;  // an image replaces the drawing and whatever was read before
+  redraw();
+  clearShown();
   post(file, file.type || "application/octet-stream", "?T=" + T(), "image");
 }
 
@@ -159,12 +162,18 @@ async function post(body, type, query, source) {
   }
   if (id !== seq) return;
   document.body.dataset.read = source;
-  if (!ok) { setState("error", answer.error || "failed", true); return; }
+  if (!ok) { clearShown(); setState("error", answer.error || "failed", true); return; }
   show(answer);
 }
 
 function clearResult() {
   seq++;
+  clearShown();
+  setState("idle", "Write something above.");
+}
+
+// the previous answer's LaTeX, picture, image and steps: never left beside an error or a new upload
+function clearShown() {
   stop();
   $("latex").textContent = "";
   $("meta").textContent = "";
@@ -175,7 +184,6 @@ function clearResult() {
   $("step-label").textContent = "";
   $("copy").disabled = $("play").disabled = $("step").disabled = true;
   steps = [];
-  setState("idle", "Write something above.");
 }
 
 function show(res) {
