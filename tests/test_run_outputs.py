@@ -58,6 +58,7 @@ def test_curves_and_event_files(finished, monkeypatch, tmp_path):
         events.Reload()
         tags = events.Tags()["scalars"]
         assert "train/loss" in tags and any(t.startswith("eval/") for t in tags)
+        assert any(t.startswith("final/train/") for t in tags)  # the final evaluation too
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # no matplotlib: Pillow draws it
     final = json.loads((finished / "eval.json").read_text())
     with Image.open(plot_curves(finished / "metrics.jsonl", tmp_path / "c.png", final=final)) as im:

@@ -31,6 +31,7 @@ from .demo_data import prepare_demo_data
 from .eval import default_specs, evaluate_splits, format_table
 from .model_card import write_model_card
 from .plots import plot_curves, read_metrics
+from .tb_log import ScalarLog
 from .pretrain import pretrain_applies, run_pretrain
 from .refinement import refinement_picture
 from .synth_data import prepare_synth
@@ -66,6 +67,11 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
         print(format_table(split, res["metrics"]), flush=True)
     report = {"step": loaded.step, "results": results}
     (out / "eval.json").write_text(json.dumps(report, indent=1))
+    if cfg.log.tensorboard:  # the final evaluation beside the training curves, at the last step
+        tb = ScalarLog(out)
+        for split, res in results.items():
+            tb.add(f"final/{split}", res["metrics"], loaded.step)
+        tb.close()
     write_model_card(cfg, loaded, report, out, _stage_minutes(out / "pretrain" / "metrics.jsonl"))
     plot_curves(out / "metrics.jsonl", out / "curves.png", stage1=out / "pretrain" / "metrics.jsonl", final=report)
     wrote = "eval.json, MODEL_CARD.md, curves.png"
