@@ -35,7 +35,7 @@ ENCODER_OUTPUTS = {"sat-step": ("mem_k", "mem_v"), "ar-cached-step": ("mem_k", "
 STEP_STATE = {"ar-cached-step": ("past_k", "past_v"), "posformer-step": ("past_k", "past_v", "coverage", "pending"),
               "hvt-step": ("h", "c", "context", "coverage")}
 MAX_GRAPH_BYTES = 2 * 1024 ** 3   # protobuf's own limit for a graph with its weights inside
-EXTRA_HINT = "pip install 'gryphone[onnx]'"
+EXTRA_HINT = "pip install onnx onnxruntime (in a checkout: pip install -e '.[onnx]')"
 
 
 def is_export(path: str | Path) -> bool:

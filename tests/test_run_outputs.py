@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from model import count_params, load
 from model.recognizer import inference_params
@@ -46,10 +45,9 @@ def _installed(name: str) -> bool:
 
 
 def test_curves_and_event_files(finished, monkeypatch, tmp_path):
-    """With the extras: matplotlib's figure and TensorBoard scalars; without them: Pillow's picture
-    and metrics.jsonl alone (both ways are what a user gets)."""
-    with Image.open(finished / "curves.png") as im:
-        assert (im.width > 1000) == _installed("matplotlib")  # matplotlib's figure is the wider one
+    """With the extras: matplotlib's figure and TensorBoard scalars; without them: metrics.jsonl alone
+    (both ways are what a user gets)."""
+    assert (finished / "curves.png").exists() == _installed("matplotlib")
     assert bool(list(finished.glob("events.out.tfevents.*"))) == _installed("tensorboard")
     if _installed("tensorboard"):
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -59,10 +57,10 @@ def test_curves_and_event_files(finished, monkeypatch, tmp_path):
         tags = events.Tags()["scalars"]
         assert "train/loss" in tags and any(t.startswith("eval/") for t in tags)
         assert any(t.startswith("final/train/") for t in tags)  # the final evaluation too
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # no matplotlib: Pillow draws it
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # no matplotlib: no curves, and no half-readable ones
     final = json.loads((finished / "eval.json").read_text())
-    with Image.open(plot_curves(finished / "metrics.jsonl", tmp_path / "c.png", final=final)) as im:
-        assert im.size == (1000, 420)
+    assert plot_curves(finished / "metrics.jsonl", tmp_path / "c.png", final=final) is None
+    assert not (tmp_path / "c.png").exists()
 
 
 def test_licences_by_source(tmp_path):

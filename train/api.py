@@ -16,7 +16,7 @@ import functools
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .predict_inputs import load_bytes
 from .serve.backend import Backend
 
 Strokes = Sequence[Sequence[Sequence[float]]]
-Source = Union[str, Path, bytes, np.ndarray, Strokes, "PIL.Image.Image"]  # noqa: F821
+Source = Union[str, Path, bytes, np.ndarray, Strokes, Any]  # Any: a PIL image (PIL is imported only when used)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 The curves are drawn with matplotlib when it is installed (the `plots` extra: axes with ticks and
 labels, both training stages, every eval point including the final evaluation, legends outside the
-lines), else with Pillow alone, so a bare install still gets a picture."""
+lines), or not at all (the run says so): metrics.jsonl holds every number either way. The refinement
+picture needs only Pillow."""
 from __future__ import annotations
 
 import json
@@ -35,46 +36,6 @@ def read_metrics(path: Path) -> list[dict]:
     return rows
 
 
-def _panel(draw: ImageDraw.ImageDraw, box, series: dict[str, list[tuple[float, float]]], title: str,
-           log_y: bool = False) -> None:
-    x0, y0, x1, y1 = box
-    font = _font(12)
-    draw.rectangle(box, outline=(0, 0, 0))
-    draw.text((x0 + 4, y0 - 16), title, fill=(0, 0, 0), font=font)
-    pts = [p for s in series.values() for p in s if math.isfinite(p[1]) and (p[1] > 0 or not log_y)]
-    if not pts:
-        draw.text((x0 + 10, y0 + 10), "no data", fill=(120, 120, 120), font=font)
-        return
-    xs = [p[0] for p in pts]
-    ys = [math.log10(p[1]) if log_y else p[1] for p in pts]
-    xmin, xmax = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    ymin, ymax = min(ys), max(ys) if max(ys) > min(ys) else min(ys) + 1
-    pad = 0.05 * (ymax - ymin)
-    ymin, ymax = ymin - pad, ymax + pad
-
-    def to_px(x, y):
-        yv = math.log10(y) if log_y else y
-        return (x0 + (x - xmin) / (xmax - xmin) * (x1 - x0), y1 - (yv - ymin) / (ymax - ymin) * (y1 - y0))
-
-    for frac in (0.0, 0.5, 1.0):
-        yv = ymin + frac * (ymax - ymin)
-        label = f"{10 ** yv:.3g}" if log_y else f"{yv:.3g}"
-        py = y1 - frac * (y1 - y0)
-        draw.line([(x0, py), (x1, py)], fill=(225, 225, 225))
-        draw.text((x0 - 48, py - 7), label, fill=(0, 0, 0), font=font)
-    draw.text((x0, y1 + 4), f"{xmin:.0f}", fill=(0, 0, 0), font=font)
-    draw.text((x1 - 40, y1 + 4), f"{xmax:.0f} steps", fill=(0, 0, 0), font=font)
-    for i, (name, s) in enumerate(series.items()):
-        s = [p for p in s if math.isfinite(p[1]) and (p[1] > 0 or not log_y)]
-        color = COLORS[i % len(COLORS)]
-        if len(s) > 1:
-            draw.line([to_px(*p) for p in s], fill=color, width=2)
-        elif s:
-            cx, cy = to_px(*s[0])
-            draw.ellipse([cx - 3, cy - 3, cx + 3, cy + 3], fill=color)
-        draw.text((x0 + 8, y0 + 6 + 15 * i), name, fill=color, font=font)
-
-
 def _series(rows: list[dict]) -> tuple[dict, dict]:
     """(loss parts, quick-eval ExpRate/CER) of one stage's metrics rows, each name -> [(step, value)]."""
     train = [r for r in rows if "loss" in r]
@@ -103,18 +64,19 @@ def _final_points(final: dict | None, evals: dict) -> dict[str, tuple[float, flo
             for name in sorted(names) for metric in ("em", "cer") if metric in metrics[name]}
 
 
-def plot_curves(metrics_path: Path, out_png: Path, stage1: Path | None = None, final: dict | None = None) -> Path:
+def plot_curves(metrics_path: Path, out_png: Path, stage1: Path | None = None,
+                final: dict | None = None) -> Path | None:
     """Loss parts (log scale) and quick-eval ExpRate/CER against steps, from metrics.jsonl; `stage1`
     (a two-stage run's pretrain/metrics.jsonl) gets a loss panel of its own; `final` (eval.json) adds
-    the final evaluation's point."""
-    losses, evals = _series(read_metrics(metrics_path))
-    first = _series(read_metrics(stage1))[0] if stage1 is not None and Path(stage1).is_file() else {}
-    finals = _final_points(final, evals)
+    the final evaluation's point. Drawn with matplotlib (the `plots` extra) or not at all (None): a
+    chart without real axes was not worth reading, and metrics.jsonl holds every number."""
     try:
         import matplotlib
     except ImportError:
-        return _plot_curves_pillow(losses, {k: v + ([finals[k]] if k in finals else []) for k, v in
-                                            {**{k: [] for k in finals}, **evals}.items()}, out_png)
+        return None
+    losses, evals = _series(read_metrics(metrics_path))
+    first = _series(read_metrics(stage1))[0] if stage1 is not None and Path(stage1).is_file() else {}
+    finals = _final_points(final, evals)
     matplotlib.use("Agg")
     return _plot_curves_matplotlib(first, losses, evals, finals, out_png)
 
@@ -150,16 +112,6 @@ def _plot_curves_matplotlib(first: dict, losses: dict, evals: dict, finals: dict
     out_png = Path(out_png)
     fig.savefig(out_png, dpi=110)
     plt.close(fig)
-    return out_png
-
-
-def _plot_curves_pillow(losses: dict, evals: dict, out_png: Path) -> Path:
-    img = Image.new("RGB", (1000, 420), "white")
-    draw = ImageDraw.Draw(img)
-    _panel(draw, (70, 30, 480, 380), losses, "training loss (log)", log_y=True)
-    _panel(draw, (570, 30, 980, 380), evals, "quick eval: exact match and CER")
-    out_png = Path(out_png)
-    img.save(out_png)
     return out_png
 
 

@@ -73,8 +73,11 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
             tb.add(f"final/{split}", res["metrics"], loaded.step)
         tb.close()
     write_model_card(cfg, loaded, report, out, _stage_minutes(out / "pretrain" / "metrics.jsonl"))
-    plot_curves(out / "metrics.jsonl", out / "curves.png", stage1=out / "pretrain" / "metrics.jsonl", final=report)
-    wrote = "eval.json, MODEL_CARD.md, curves.png"
+    curves = plot_curves(out / "metrics.jsonl", out / "curves.png", stage1=out / "pretrain" / "metrics.jsonl",
+                         final=report)
+    wrote = "eval.json, MODEL_CARD.md" + (", curves.png" if curves else "")
+    if curves is None:
+        print("[run] note: no curves.png without matplotlib (pip install matplotlib, the plots extra)")
     if "remask" in rec.samplers:
         refinement_picture(rec, Path(cfg.data) / cfg.eval_splits[0], max(cfg.eval_T), out / "refinement.png")
         wrote += ", refinement.png"
