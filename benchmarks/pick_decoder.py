@@ -4,7 +4,8 @@ greedy) and then the fewest steps, since a user's answer should not depend on a 
 that buy nothing.
 
     python benchmarks/pick_decoder.py runs/crohme-ship/eval-valid.json --split valid
-prints `SAMPLER T` (T is 1 for the token recognizers) and the table it chose from on stderr.
+prints `SAMPLER T` (for the token recognizers `greedy 1` or `beam WIDTH`) and the table it chose from on
+stderr.
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def pick(metrics: dict[str, dict]) -> tuple[str, int]:
         return (stochastic, steps, -metrics[name]["em"])
 
     name = min(close, key=key)
-    if name.startswith("ar-"):
-        return ("greedy", 1) if name == "ar-greedy" else ("beam", 1)
+    if name.startswith("ar-"):  # the token recognizers: SAMPLER WIDTH
+        return ("greedy", 1) if name == "ar-greedy" else ("beam", int(name.removeprefix("ar-beam")))
     sampler, T = re.fullmatch(r"(.+)-T(\d+)", name).groups()
     return sampler, int(T)
 

@@ -40,6 +40,7 @@ class Shipped:
     T: int
     sha256: str
     summary: str       # one line: what it reads, on what, at what cost
+    beam: int = 1      # the beam width of a token recognizer's "beam" decoder
 
     def describe(self) -> str:
         return f"{self.name} ({self.summary})"
@@ -95,7 +96,7 @@ def shipped(name: str | None = None, use: str = "read", folder: Path | None = No
         ckpt = folder / _plain(entry["checkpoint"])
         onnx = folder / _plain(entry["onnx"]) if entry.get("onnx") else None
         item = Shipped(name, ckpt, onnx, str(entry["kind"]), str(entry["sampler"]), int(entry["T"]),
-                       str(entry["sha256"]), str(entry.get("summary", "")))
+                       str(entry["sha256"]), str(entry.get("summary", "")), int(entry.get("beam", 1)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ShippedWeightsError(f"{folder / MANIFEST}: entry {name!r} is malformed ({exc})") from None
     if not ckpt.is_file():

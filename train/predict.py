@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     sampler = args.sampler or (ship.sampler if ship else rec.default_sampler)
     if sampler not in rec.samplers:
         ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")
-    spec = DecodeSpec(sampler, T=args.T or (ship.T if ship else 10), beam=args.beam if sampler == "beam" else 1,
-                      seed=args.seed, valid=not args.no_repair)
+    beam = (args.beam if args.beam > 1 or not ship or args.sampler else ship.beam) if sampler == "beam" else 1
+    spec = DecodeSpec(sampler, T=args.T or (ship.T if ship else 10), beam=beam, seed=args.seed,
+                      valid=not args.no_repair)
     if ship is not None:
         print(f"reading with the shipped {ship.describe()}; decoder {spec.name}", file=sys.stderr)
     t0 = time.perf_counter()

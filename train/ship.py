@@ -36,7 +36,7 @@ def slim_state(state: dict, use_ema: bool = True) -> dict:
 
 
 def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: list[str], folder: Path = WEIGHTS_DIR,
-          use_ema: bool = True, onnx: bool = True, terms: str = CROHME_TERMS) -> dict:
+          use_ema: bool = True, onnx: bool = True, terms: str = CROHME_TERMS, beam: int = 1) -> dict:
     """Write NAME.pt (+ NAME-onnx/) into `folder` and its manifest entry; returns the entry."""
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ValueError(f"--name {name!r}: letters, digits, '-' and '_' only")
@@ -55,7 +55,7 @@ def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: l
         target.unlink()
         raise ValueError(f"--sampler {sampler}: a {state['model_config']['kind']} model decodes with {', '.join(samplers)}")
     entry = {"checkpoint": target.name, "onnx": None, "kind": state["model_config"]["kind"], "sampler": sampler,
-             "T": int(T), "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
+             "T": int(T), "beam": int(beam), "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
              "step": int(state["step"]), "data_terms": terms}
     if onnx:
         entry["onnx"] = _export(target, folder / f"{name}-onnx")
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", required=True, help="the shipped model's name (file stem, --ckpt NAME)")
     ap.add_argument("--sampler", required=True, help="its default decoder, as chosen on a validation split")
     ap.add_argument("--T", type=int, default=10, help="its default diffusion steps (default: %(default)s)")
+    ap.add_argument("--beam", type=int, default=1, help="its beam width with --sampler beam (default: %(default)s)")
     ap.add_argument("--summary", required=True, help="one line: what it reads, on what, at what cost")
     ap.add_argument("--default", default="", help=f"comma-separated uses it becomes the default for ({', '.join(USES)})")
     ap.add_argument("--folder", type=Path, default=WEIGHTS_DIR, help="the weights folder (default: model/weights)")
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--default {bad[0]!r}: one of {', '.join(USES)}")
     try:
         entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
-                      not args.no_ema, not args.no_onnx)
+                      not args.no_ema, not args.no_onnx, beam=args.beam)
     except (CheckpointError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -84,7 +84,9 @@ class Backend:
         ship = self.shipped = loaded.shipped
         self.render = loaded.render
         self.source: str = f"the shipped {ship.name}" if ship else str(loaded.path)
-        self.sampler: str = ship.sampler if ship and ship.sampler in self._model.samplers else "remask"
+        own = ship.sampler if ship and ship.sampler in self._model.samplers else None
+        self.sampler: str = own or ("remask" if "remask" in self._model.samplers else self._model.default_sampler)
+        self.beam: int = ship.beam if ship and own == "beam" else 1
 
     @classmethod
     def load(cls, ckpt: str | None, device: str = "cpu", use: str = "page") -> "Backend":
@@ -135,7 +137,7 @@ class Backend:
         try:
             if wanted is not None and not wanted():
                 raise Gone("the client closed the connection while waiting")
-            spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self._model.default_sampler)
+            spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self.sampler, beam=self.beam)
             latex = self._model.recognize(image, spec, history=history, confidences=sequence_confidence)[0]
         finally:
             self._lock.release()
