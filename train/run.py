@@ -1,7 +1,9 @@
-"""Train GryphOne (or the autoregressive baseline), then evaluate, plot and predict.
+"""Train a recognizer (GryphOne by default; the AR baseline, PosFormer or HVT with model.kind=...), then
+evaluate, plot and predict.
 
     python -m train.run                          # the demo: synthesize -> shards -> train -> eval -> predict
     python -m train.run --config crohme-cpu      # the CPU reference run on CROHME shards
+    python -m train.run --config crohme-ship     # the run behind the shipped weights (docs/training.md)
     python -m train.run --config paper --data shards/mathwriting
     torchrun --nproc_per_node 8 -m train.run --config paper      # DDP
     python -m train.run --config demo model.kind=ar              # the AR baseline on the same encoder
