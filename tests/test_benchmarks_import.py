@@ -101,3 +101,19 @@ def test_tf_loss_reads_the_checkpoint(smoke, micro_shards, capsys):
                          "--limit", "4"]) == 0
     line = capsys.readouterr().out.strip()
     assert "step 4 train: CE" in line and line.endswith("over 4")
+
+
+def test_pick_decoder_prefers_the_deterministic_and_the_shorter_within_half_a_point():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("pick_decoder", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "pick_decoder.py")
+    pick = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pick)
+    m = lambda em: {"em": em}  # noqa: E731
+    assert pick.pick({"remask-T10": m(0.300), "mask-predict-T10": m(0.297), "mask-predict-T1": m(0.20)}) \
+        == ("mask-predict", 10)
+    assert pick.pick({"remask-T10": m(0.31), "mask-predict-T10": m(0.30)}) == ("remask", 10)
+    assert pick.pick({"mask-predict-T20": m(0.301), "mask-predict-T10": m(0.300)}) == ("mask-predict", 10)
+    assert pick.pick({"ar-greedy": m(0.34), "ar-beam5": m(0.36)}) == ("beam", 5)
