@@ -233,3 +233,9 @@ def test_every_graph_carries_its_kind_vocabulary_render_spec_and_samplers(runs, 
         assert props["gryphone.kind"] == "diffusion" and props["gryphone.part"] in ("encoder", "decoder")
         assert json.loads(props["gryphone.labels"])["kind"] == "sat" and "size" in json.loads(props["gryphone.render"])
         assert "remask" in json.loads(props["gryphone.samplers"])["available"]
+
+
+def test_check_compares_every_precision_it_wrote(runs, tmp_path, capsys):
+    assert export_cli.main(["--ckpt", str(runs["diffusion"]), "--out", str(tmp_path / "onnx"), "--int8", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "identically (remask-T10, fp32)" in out and "identically (remask-T10, int8)" in out
