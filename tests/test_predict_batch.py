@@ -54,7 +54,7 @@ def test_jsonl_has_one_line_per_input_in_order(ckpt, micro_data, tmp_path, capsy
     assert names == [str(tmp_path / "folder" / "a.inkml"), str(tmp_path / "folder" / "sub" / "b.inkml"),
                      str(tmp_path / "folder" / "sub" / "broken.png"), f"{tmp_path / 'inks.zip'}:x/c.inkml",
                      f"{tmp_path / 'inks.zip'}:../escape.inkml", f"{tmp_path / 'inks.tar.gz'}:d.inkml",
-                     *ids, str(tmp_path / "missing.png")]
+                     *[f"train/{i}" for i in ids], str(tmp_path / "missing.png")]  # shard rows: split/sample_id
     refused = {r["input"]: r["refused"] for r in rows if "refused" in r}
     assert set(refused) == {names[2], names[4], names[-1]}
     assert "escapes the archive root" in refused[names[4]] and "no such file" in refused[names[-1]]
