@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .names import plain_name
 from .shards import (DICT_FILE, ShardError, load_split, split_by_bytes, split_names, write_dataset_dict,
@@ -88,7 +89,7 @@ def holdout(root: Path, source: str = "train", fit: str = "fit", valid: str = "v
     writers = row_writers(table)
     chosen = choose_writers(writers, fraction, seed)
     mask = pa.array([w in chosen for w in writers])
-    parts = {fit: table.filter(pa.compute.invert(mask)), valid: table.filter(mask)}
+    parts = {fit: table.filter(pc.invert(mask)), valid: table.filter(mask)}
     if parts[fit].num_rows == 0 or parts[valid].num_rows == 0:
         raise ValueError(f"{root / source}: {len(set(writers))} writer(s); cannot hold out {fraction:.0%} "
                          "by writer and keep both splits non-empty")

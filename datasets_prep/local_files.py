@@ -16,6 +16,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from tokenizer.files import NotRegularFile, open_regular
+
 MAX_BYTES = 32 * 1024 * 1024
 """Largest file read (bytes); real MathWriting/CROHME files are under 1 MB."""
 
@@ -72,14 +74,12 @@ def read_capped(path: str | os.PathLike, max_bytes: int = MAX_BYTES, root: str |
     if st.st_size > max_bytes:
         raise FileRefused(f"file is {st.st_size} bytes, over the limit of {max_bytes}", "too-large")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
+        f = open_regular(path)
+    except NotRegularFile as e:  # swapped between the check and the open
+        raise FileRefused(f"{file_kind(e.mode)}, not a regular file: not read", "not-a-file") from None
     except OSError as e:
         raise FileRefused(f"cannot read: {e.strerror or e}", "unreadable") from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode):  # swapped between the check and the open
-            raise FileRefused(f"{file_kind(mode)}, not a regular file: not read", "not-a-file")
+    with f:
         try:
             data = f.read(max_bytes + 1)
         except OSError as e:

@@ -15,8 +15,6 @@ from tokenizer.vocab import SATVocab, TokenVocab
 from .confidence import sat_confidence, token_confidence
 from .repair import delete_until_valid, is_valid, repair_ids
 
-MASK = SATVocab.MASK
-
 
 @dataclass(frozen=True)
 class DecodeSpec:
@@ -75,12 +73,3 @@ def finish_sat(vocab: SATVocab, sym: list[list[int]], mod: list[list[int]], s_lo
         stats["raw_invalid"] += sum(not is_valid(t) for t in texts)
         return texts
     return [repair_ids(vocab, s, m, s_log[i], m_log[i], stats) for i, (s, m) in enumerate(zip(sym, mod))]
-
-
-def log_softmax_no_mask(logits: np.ndarray) -> np.ndarray:
-    """Log-probabilities over the last axis with MASK excluded (an input-only token): NumPy's
-    `diffusion.final_log_probs`, for the exported model's last step."""
-    x = np.asarray(logits, dtype=np.float32).copy()
-    x[..., MASK] = -np.inf
-    m = x.max(-1, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))

@@ -21,9 +21,9 @@ from datasets_prep.local_files import FileRefused, read_capped
 from datasets_prep.render_spec import RenderSpec, RenderSpecError
 from tokenizer.label_spec import LabelSpec, LabelSpecError
 
-from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens, log_softmax_no_mask
+from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens
 from .errors import CheckpointError
-from .onnx_samplers import greedy, mask_predict, remask
+from .onnx_samplers import greedy, log_softmax, mask_predict, no_mask, remask
 
 EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
@@ -87,7 +87,7 @@ class ExportedRecognizer:
                 sym, mod, logits = mask_predict(step, b, self.cfg.max_len, spec.T)
             else:
                 sym, mod, logits = remask(step, b, self.cfg.max_len, spec.T, spec.seed, spec.sampler == "remask-keep")
-            s_log, m_log = log_softmax_no_mask(logits[0]), log_softmax_no_mask(logits[1])
+            s_log, m_log = log_softmax(no_mask(logits[0])), log_softmax(no_mask(logits[1]))
             return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
         names = STEP_STATE[self.graph]

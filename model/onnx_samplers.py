@@ -38,6 +38,12 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """As torch's log_softmax over the last axis (the repair ranks its edits by these)."""
+    m = logits.max(-1, keepdims=True)
+    return logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True))
+
+
 def truncate_after_pad(sym: np.ndarray, mod: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     after = np.cumsum(sym == PAD, axis=1) > 0
     return np.where(after, PAD, sym), np.where(after, PAD, mod)

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from datasets_prep.names import is_plain
+
 from .errors import CheckpointError
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -124,7 +126,7 @@ def resolve(ckpt: str | Path | None, use: str = "read") -> tuple[Path, Shipped |
 
 
 def _plain(name: object) -> str:
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+    if not is_plain(name):
         raise ValueError(f"file name {name!r} is not a plain name inside the weights folder")
     return name
 

@@ -63,8 +63,7 @@ def open_regular(path: str | os.PathLike):
         kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
                 else "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
         err = NotRegularFile(f"{kind}, not a regular file")
-        err.strerror = f"{kind}, not a regular file"
-        err.filename = os.fspath(path)
+        err.strerror, err.filename, err.mode = f"{kind}, not a regular file", os.fspath(path), mode
         raise err
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)

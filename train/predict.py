@@ -37,7 +37,7 @@ from model import CheckpointError, DecodeSpec, load
 from model.shipped import help_line
 from train.serve.intake import MAX_T
 
-from .threads import add_threads_arg, apply_threads
+from .threads import add_threads_arg, apply_threads, positive_int
 from .predict_inputs import Input, count_inputs, iter_inputs, load_input
 
 __all__ = ["build_parser", "load_input", "main", "recognize_all"]
@@ -56,12 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="decoder (default: the shipped model's own; else remask for GryphOne, greedy for the others)")
     ap.add_argument("--T", type=_steps, default=None,
                     help=f"diffusion steps, 1..{MAX_T} (default: the shipped model's own, else 10)")
-    ap.add_argument("--beam", type=_at_least_one, default=1, help="AR beam width with --sampler beam (default: %(default)s)")
+    ap.add_argument("--beam", type=positive_int, default=None,
+                    help="AR beam width with --sampler beam (default: the shipped model's own, else 1)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random re-mask sampler (default: %(default)s)")
     ap.add_argument("--binarize", action="store_true", help="threshold images (photos, noisy scans) before fitting")
     ap.add_argument("--no-repair", action="store_true", help="print the raw argmax even when it does not parse")
     ap.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per input to this file")
-    ap.add_argument("--batch-size", type=_at_least_one, default=16, help="images decoded together (default: %(default)s)")
+    ap.add_argument("--batch-size", type=positive_int, default=16, help="images decoded together (default: %(default)s)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                     help="cpu or cuda (default: %(default)s)")
     add_threads_arg(ap)
@@ -69,19 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _steps(text: str) -> int:
-    value = _at_least_one(text)
+    value = positive_int(text)
     if value > MAX_T:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_T} (as on the page), got {value}")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
@@ -152,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = args.sampler or (ship.sampler if ship else rec.default_sampler)
     if sampler not in rec.samplers:
         ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")
-    beam = (args.beam if args.beam > 1 or not ship or args.sampler else ship.beam) if sampler == "beam" else 1
+    beam = (args.beam or (ship.beam if ship else 1)) if sampler == "beam" else 1
     spec = DecodeSpec(sampler, T=args.T or (ship.T if ship else 10), beam=beam, seed=args.seed,
                       valid=not args.no_repair)
     if ship is not None:

@@ -16,7 +16,7 @@ def default_threads() -> int:
     return max(1, cores // 2)
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -27,7 +27,7 @@ def _positive(text: str) -> int:
 
 
 def add_threads_arg(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--threads", type=_positive, default=default_threads(),
+    ap.add_argument("--threads", type=positive_int, default=default_threads(),
                     help="CPU threads for the model (default: half the cores, %(default)s here)")
 
 

@@ -137,7 +137,8 @@ class Backend:
         try:
             if wanted is not None and not wanted():
                 raise Gone("the client closed the connection while waiting")
-            spec = DecodeSpec(sampler or self.sampler, T=T) if self.has_steps else DecodeSpec(sampler or self.sampler, beam=self.beam)
+            chosen = sampler or self.sampler
+            spec = DecodeSpec(chosen, T=T, beam=self.beam if chosen == "beam" else 1)
             latex = self._model.recognize(image, spec, history=history, confidences=sequence_confidence)[0]
         finally:
             self._lock.release()
