@@ -424,8 +424,11 @@ def test_connections_past_the_limit_are_answered_busy_at_once(backend):
         deadline = time.time() + 20
         while running.server._slots._value > 0 and time.time() < deadline:  # both idle ones accepted
             time.sleep(0.02)
-        status, doc = post_json(running.url + "api/recognize", {"strokes": [[[0, 0], [5, 5]]]})
-        assert status == 503 and "busy" in doc["error"]
+        for points in (2, 20000):  # a small body and one still being sent when the 503 goes out
+            stroke = [[i % 50, i % 40] for i in range(points)]
+            for _ in range(5):
+                status, doc = post_json(running.url + "api/recognize", {"strokes": [stroke]})
+                assert status == 503 and "busy" in doc["error"]
     finally:
         for s in held:
             s.close()

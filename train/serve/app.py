@@ -33,6 +33,7 @@ from .backend import Backend, Busy, Gone, InputError
 from .formula import FormulaError, formula_svg
 from .intake import MAX_BODY_BYTES, MAX_POINTS, MAX_STROKES, MAX_T, RequestError, check_length, parse_latex, \
     parse_request
+from .refusal import Refuser
 
 STATIC = Path(__file__).with_name("static")
 PAGES = {"/": ("page.html", "text/html; charset=utf-8"), "/page.css": ("page.css", "text/css; charset=utf-8"),
@@ -77,17 +78,11 @@ class RecognitionServer(ThreadingHTTPServer):
         self.backend, self.default_T, self.log = backend, default_T, log
         self.local_only = is_loopback(address[0])
         self._slots = threading.BoundedSemaphore(self.max_connections)
+        self._refuser = Refuser()
 
     def process_request(self, request, client_address) -> None:
         if not self._slots.acquire(blocking=False):
-            body = b'{"error": "the server is busy (too many connections); try again"}'
-            try:
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                b"Connection: close\r\nRetry-After: 1\r\nContent-Length: "
-                                + str(len(body)).encode() + b"\r\n\r\n" + body)
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self._refuser.refuse(request)
             return
         try:
             super().process_request(request, client_address)
