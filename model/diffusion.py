@@ -97,6 +97,42 @@ def repeat_kv(mem_kv: list[tuple[torch.Tensor, torch.Tensor]], n: int) -> list[t
     return [(k.repeat(n, 1, 1, 1), v.repeat(n, 1, 1, 1)) for k, v in mem_kv]
 
 
+def mask_draws(shape: tuple[int, int], views: int, T: int, generator: torch.Generator, mode: str = "joint",
+               device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """The forward process's random numbers for `views` masked views of a [B, L] batch, drawn apart from
+    their use so the loss itself is a function of tensors alone (what a compiled graph needs: no
+    generator inside it). "mask_t" [V, B, 1] the per-sample masking rate, "mask_u" [V, B, L] the
+    uniform draw a position is masked below, "mask_u_mod" the modifier stream's (independent mode).
+    The draws come in the order the loss once made them, so the masks are the same as before."""
+    if mode not in ("joint", "independent"):
+        raise ValueError(f"unknown mask mode {mode!r} (joint | independent)")
+    b, n = shape
+    t, u, u_mod = [], [], []
+    for _ in range(views):
+        if mode == "joint":
+            t.append(torch.randint(1, T + 1, (b, 1), generator=generator, device=device).float() / T)
+            u.append(torch.rand(b, n, generator=generator, device=device))
+        else:
+            t.append(torch.rand(b, 1, generator=generator, device=device))
+            u.append(torch.rand(b, n, generator=generator, device=device))
+            u_mod.append(torch.rand(b, n, generator=generator, device=device))
+    out = {"mask_t": torch.stack(t), "mask_u": torch.stack(u)}
+    if u_mod:
+        out["mask_u_mod"] = torch.stack(u_mod)
+    return out
+
+
+def apply_mask(symbols: torch.Tensor, modifiers: torch.Tensor, draws: dict[str, torch.Tensor],
+               view: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One view of the forward process from its draws: (masked symbols, masked modifiers, bool mask
+    [B, L] of the symbol stream). Positions whose draw falls below the sample's rate are masked, in both
+    streams at once ("joint") or in each stream at its own positions ("independent")."""
+    t = draws["mask_t"][view]
+    mask = draws["mask_u"][view] < t
+    mask_mod = draws["mask_u_mod"][view] < t if "mask_u_mod" in draws else mask
+    return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask_mod, MASK), mask
+
+
 def mask_view(symbols: torch.Tensor, modifiers: torch.Tensor, T: int, generator: torch.Generator,
               mode: str = "joint") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Forward process. "joint": per sample t ~ U{1..T}, each position masked with probability t/T in
@@ -105,18 +141,8 @@ def mask_view(symbols: torch.Tensor, modifiers: torch.Tensor, T: int, generator:
 
     Returns (masked symbols, masked modifiers, bool mask [B, L] of the symbol stream).
     """
-    b, n = symbols.shape
-    dev = symbols.device
-    if mode == "joint":
-        t = torch.randint(1, T + 1, (b, 1), generator=generator, device=dev).float() / T
-        mask = torch.rand(b, n, generator=generator, device=dev) < t
-        return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask, MASK), mask
-    if mode == "independent":
-        t = torch.rand(b, 1, generator=generator, device=dev)
-        mask = torch.rand(b, n, generator=generator, device=dev) < t
-        mask_mod = torch.rand(b, n, generator=generator, device=dev) < t
-        return symbols.masked_fill(mask, MASK), modifiers.masked_fill(mask_mod, MASK), mask
-    raise ValueError(f"unknown mask mode {mode!r} (joint | independent)")
+    draws = mask_draws(tuple(symbols.shape), 1, T, generator, mode, symbols.device)
+    return apply_mask(symbols, modifiers, draws)
 
 
 @dataclass
@@ -142,18 +168,21 @@ def _kl_per_position(logits_p: torch.Tensor, logits_q: torch.Tensor, detach_p: b
 
 
 def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers: torch.Tensor,
-                   cfg: LossConfig, generator: torch.Generator,
+                   cfg: LossConfig, generator: torch.Generator | dict[str, torch.Tensor],
                    forest: tuple[torch.Tensor, torch.Tensor] | None = None,
-                   kl_scale: float = 1.0) -> dict[str, torch.Tensor]:
+                   kl_scale: float | torch.Tensor = 1.0) -> dict[str, torch.Tensor]:
     """The training loss (CE of both heads, + KL of both heads between two views under RMML).
 
-    kl_scale multiplies cfg.kl_weight (the trainer's KL warm-up).
+    `generator` draws the masks, or is the draws themselves (`mask_draws`: what a compiled step passes).
+    kl_scale multiplies cfg.kl_weight (the trainer's KL warm-up; a tensor keeps it out of the graph's guards).
 
     Returns a dict with the scalar `loss` to optimize and detached parts for logging: CE on real
     positions and on PAD apart, and the per-position KL.
     """
     views = 2 if cfg.rmml else 1
-    masked = [mask_view(symbols, modifiers, cfg.T, generator, cfg.mask_mode) for _ in range(views)]
+    draws = generator if isinstance(generator, dict) else \
+        mask_draws(tuple(symbols.shape), views, cfg.T, generator, cfg.mask_mode, symbols.device)
+    masked = [apply_mask(symbols, modifiers, draws, v) for v in range(views)]
     in_sym = torch.cat([m[0] for m in masked])
     in_mod = torch.cat([m[1] for m in masked])
     mask = torch.cat([m[2] for m in masked])

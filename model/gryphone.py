@@ -19,7 +19,8 @@ from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import SATVocab
 
 from .aux_reader import SATCausalReader, reader_loss
-from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, sample_mask_predict, sample_remask
+from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, mask_draws, sample_mask_predict, \
+    sample_remask
 from .encoder import ViTConfig, build_vit, vit_flops
 from .forest_targets import forest_targets
 from .layers import decoder_flops
@@ -79,14 +80,23 @@ class GryphOne(Recognizer):
         ramp = self.cfg.loss.kl_warmup_steps
         return {"kl_scale": torch.tensor(min(1.0, step / ramp))} if ramp else {}
 
-    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    static_parts = ("encoder", "decoder")  # the decoder always sees the full max_len window
+
+    def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        loss = self.cfg.loss
+        return mask_draws(tuple(batch["symbols"].shape), 2 if loss.rmml else 1, loss.T, generator, loss.mask_mode,
+                          batch["symbols"].device)
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
+             ) -> dict[str, torch.Tensor]:
         forest = (batch["level"], batch["relation"]) if "level" in batch else None
-        kl_scale = float(batch["kl_scale"]) if "kl_scale" in batch else 1.0
+        kl_scale = batch.get("kl_scale", 1.0)
+        draws = {k: v for k, v in batch.items() if k.startswith("mask_")} or self.draws(batch, generator)
         memory = self.encoder(images)
         s = self.cfg.diffusion_enc_grad
         diff_memory = memory if s == 1.0 else memory * s + memory.detach() * (1 - s)  # same value, scaled gradient
         parts = diffusion_loss(self.decoder, self.decoder.memory_kv(diff_memory), batch["symbols"],
-                               batch["modifiers"], self.cfg.loss, generator, forest, kl_scale)
+                               batch["modifiers"], self.cfg.loss, draws, forest, kl_scale)
         if self.reader is not None:
             aux = reader_loss(self.reader, memory, batch["symbols"], batch["modifiers"])
             parts["loss"] = parts["loss"] + self.cfg.aux_reader_weight * aux

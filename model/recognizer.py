@@ -7,6 +7,8 @@ through this interface:
 - `targets(latex)`: one label -> the training target arrays (LatexError when it cannot be encoded),
 - `loss(images, batch, generator)`: the training loss (a dict with "loss" and "ce"); `forward` is
   the same call, so DDP and torch.compile wrap it,
+- `draws(batch, generator)`: the step's random numbers as tensors, drawn before the step so the
+  loss compiles into one graph (the masks of GryphOne's forward process; none for the others),
 - `step_inputs(step)`: per-step extras the loss reads from the batch (a ramp, say),
 - `recognize(images, spec)`: images -> LaTeX strings (every one parses unless `spec.valid` is off),
   and with `confidences=[]` one confidence per image (model/confidence.py; None where a recognizer
@@ -64,11 +66,22 @@ class Recognizer(nn.Module):
     def target_names(self) -> tuple[str, ...]:
         return tuple(self.targets("x"))
 
-    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
+             ) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
-    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    def forward(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
+                ) -> dict[str, torch.Tensor]:
         return self.loss(images, batch, generator)
+
+    static_parts: tuple[str, ...] = ("encoder",)
+    """Submodules called with the same shapes at every decoding step (train/compiled.py compiles them)."""
+
+    def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """The random numbers one training step's loss uses, as tensors (none by default). The trainer
+        draws them before the step and passes them in `batch`, so the loss is a function of tensors
+        alone and compiles into one graph; `loss(..., generator)` draws them itself when they are absent."""
+        return {}
 
     def step_inputs(self, step: int) -> dict[str, torch.Tensor]:
         return {}

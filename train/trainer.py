@@ -38,6 +38,7 @@ from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
+from .compiled import compile_for_training
 from .config import TrainConfig, to_dict
 from .data import ShardDataset, SplitData, collate, epoch_batches, load_split_data, read_labels
 from .rng import restore_rng, rng_state
@@ -246,7 +247,7 @@ class Trainer:
         self.pos = Position()
         if state is not None:
             self._restore(state)
-        module = torch.compile(self.model) if env.compile else self.model
+        module = compile_for_training(self.model) if env.compile else self.model
         if env.world > 1:
             module = torch.nn.parallel.DistributedDataParallel(
                 module, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -288,8 +289,8 @@ class Trainer:
             for batch in self._loader(loader_gen):
                 parts, lr, grad_norm = self.train_step(batch)
                 seen += batch["image"].shape[0] * env.world
-                for k, v in parts.items():
-                    running[k] = running.get(k, 0.0) + float(v)
+                for k, v in parts.items():  # tensors: read (one host sync) only when logged
+                    running[k] = running.get(k, 0.0) + v
                 running["_n"] = running.get("_n", 0) + 1
                 if env.is_main and (self.pos.step % cfg.log_every == 0 or self.pos.step == self.total):
                     self._log(running, lr, grad_norm, seen / max(time.time() - t_log, 1e-9))
@@ -314,8 +315,9 @@ class Trainer:
                                            collate_fn=collate, num_workers=cfg.num_workers, generator=generator,
                                            persistent_workers=False, pin_memory=env.device.type == "cuda")
 
-    def train_step(self, batch: dict) -> tuple[dict[str, float], float, float | None]:
-        """One optimizer step on one batch; returns (loss parts, lr, grad norm)."""
+    def train_step(self, batch: dict) -> tuple[dict[str, torch.Tensor], float, torch.Tensor | None]:
+        """One optimizer step on one batch; returns (loss parts, lr, grad norm), the parts and the norm
+        as detached tensors so that nothing waits for the device until they are logged."""
         cfg, env, step = self.cfg, self.env, self.pos.step
         progress = self.pos.seconds() / (60 * cfg.max_minutes) if self.by_time else None
         lr = lr_at(cfg, step, self.total, progress)
@@ -325,12 +327,13 @@ class Trainer:
         tensors = {k: v.to(env.device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
         tensors.update(self.model.step_inputs(step))
         gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_003 + step * 131 + env.rank)
+        tensors.update(self.model.draws(tensors, gen))  # outside the (compiled) step: it sees tensors only
         if cfg.augment.prob > 0:  # its own stream, so the masks are the same with or without it
             aug_gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_033 + step * 137 + env.rank + 1)
             images = augment_batch(images, cfg.augment, aug_gen)
         self.model.train()
         with self.autocast:
-            parts = self.module(images, tensors, gen)
+            parts = self.module(images, tensors)
         self.opt.zero_grad(set_to_none=True)
         parts["loss"].backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip) if cfg.grad_clip else None
@@ -338,8 +341,7 @@ class Trainer:
         self._update_ema(step)
         self.pos.step += 1
         self.pos.batch_in_epoch += 1
-        return ({k: float(v.detach()) for k, v in parts.items()}, lr,
-                float(grad_norm) if grad_norm is not None else None)
+        return {k: v.detach() for k, v in parts.items()}, lr, grad_norm
 
     def _update_ema(self, step: int) -> None:
         if self.ema is None:
@@ -368,10 +370,12 @@ class Trainer:
             + (f"{cfg.max_minutes} minutes" if self.by_time else f"{self.total} steps")
             + (f" (resuming at step {self.pos.step})" if self.pos.step else ""))
 
-    def _log(self, running: dict, lr: float, grad_norm: float | None, ips: float) -> None:
+    def _log(self, running: dict, lr: float, grad_norm: torch.Tensor | None, ips: float) -> None:
         n = running.pop("_n")
-        rec = {"step": self.pos.step, "epoch": self.pos.epoch, "lr": lr, **{k: v / n for k, v in running.items()},
-               "grad_norm": grad_norm, "images_per_s": ips, "elapsed_s": self.pos.seconds()}
+        rec = {"step": self.pos.step, "epoch": self.pos.epoch, "lr": lr,
+               **{k: float(v) / n for k, v in running.items()},
+               "grad_norm": float(grad_norm) if grad_norm is not None else None, "images_per_s": ips,
+               "elapsed_s": self.pos.seconds()}
         if self.peak:
             rec["mfu"] = self.flops * ips / self.peak
         else:

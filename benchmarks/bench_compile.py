@@ -1,0 +1,210 @@
+"""Compiled against eager, side by side in one process: training steps/s and batch-1 decoding latency.
+
+For each preset named (default `demo` and `crohme-cpu`) and each of its two trainers (GryphOne, the
+preset's own model, and the AR reader its stage 1 trains), two copies of the recognizer start from the
+same weights; one runs eager, the other under `torch.compile`. After the compiled copy's warm-up
+(compilation, not counted) they take their timed steps in alternating blocks on the same random
+images and labels, so a noisy neighbour slows both alike; the table gives the median step of each and
+their ratio. A second pair, with dropout off (the compiled graph draws dropout from its own RNG),
+checks that the two agree: the largest relative difference of their losses over the first steps.
+
+Decoding: batch-1 GryphOne mask-predict at T=1 and T=10 and AR greedy, eager against the recognizer's
+`compile_for_decoding()` (train.compiled), outputs compared.
+
+    python benchmarks/bench_compile.py --threads 2 --json benchmarks/results/compile_cpu.json
+    python benchmarks/bench_compile.py --smoke        # tiny sizes, a few steps: the code paths only
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from datasets_prep.render_spec import RenderSpec  # noqa: E402
+from model import DecodeSpec, Recognizer, build, switch_kind  # noqa: E402
+from model.registry import recognizer_class  # noqa: E402
+from train.compiled import compile_for_decoding, compile_for_training  # noqa: E402
+from train.config import TrainConfig, preset  # noqa: E402
+from train.trainer import make_optimizer  # noqa: E402
+
+from gpu_bench import labels_for, random_targets  # noqa: E402
+
+VOCAB = {"sat": (110, 30), "token": (115,)}
+"""CROHME-sized vocabularies (SAT symbols, modifiers; LaTeX tokens)."""
+LABEL_LEN = {"sat": 20, "token": 30}
+"""Random label lengths near CROHME's: SAT positions, LaTeX tokens."""
+SMOKE_MODEL = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=1, dec_heads=2, max_len=24)
+
+
+def trainers(name: str, smoke: bool) -> list[tuple[str, TrainConfig]]:
+    """The preset's GryphOne config and its stage-1 AR reader's, shrunk for --smoke."""
+    tcfg = preset(name)
+    if smoke:
+        tcfg.model = dataclasses.replace(tcfg.model, **SMOKE_MODEL)
+    ar = copy.deepcopy(tcfg)
+    ar.model = switch_kind(tcfg.model, "ar")
+    if tcfg.pretrain.max_len and not smoke:
+        ar.model.max_len = tcfg.pretrain.max_len
+    return [(f"{name}/{tcfg.model.kind}", tcfg), (f"{name}/ar", ar)]
+
+
+def canvas(name: str, smoke: bool) -> tuple[int, int]:
+    return (32, 64) if smoke else {"demo": (64, 256), "crohme-cpu": (96, 384)}.get(name, RenderSpec().size)
+
+
+def make(tcfg: TrainConfig, size: tuple[int, int], dropout: float | None = None) -> Recognizer:
+    cfg = tcfg.model if dropout is None else dataclasses.replace(tcfg.model, dropout=dropout)
+    kind = recognizer_class(cfg.kind).label_kind
+    torch.manual_seed(0)
+    return build(cfg, RenderSpec(size), labels_for(kind, VOCAB[kind]))
+
+
+class Stepper:
+    """One recognizer, its optimizer and its (compiled or eager) step, as the trainer takes it."""
+
+    def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool):
+        self.model, self.tcfg = model, tcfg
+        self.opt = make_optimizer(tcfg, model, torch.device("cpu"))
+        self.module = compile_for_training(model) if compiled else model
+        self.step_no = 0
+
+    def step(self, images: torch.Tensor, targets: dict) -> float:
+        m = self.model
+        m.train()
+        batch = {**targets, **m.step_inputs(self.step_no)}
+        batch.update(m.draws(batch, torch.Generator().manual_seed(self.step_no)))
+        parts = self.module(images, batch)
+        self.opt.zero_grad(set_to_none=True)
+        parts["loss"].backward()
+        if self.tcfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), self.tcfg.grad_clip)
+        self.opt.step()
+        self.step_no += 1
+        return float(parts["loss"].detach())
+
+
+def data(model: Recognizer, batch: int) -> tuple[torch.Tensor, dict]:
+    torch.manual_seed(1)
+    images = torch.rand(batch, 1, *model.render.size)
+    return images, random_targets(model, batch, LABEL_LEN[model.label_kind], "cpu")
+
+
+def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int) -> dict:
+    """Median step seconds, eager and compiled, in alternating blocks; the compiled warm-up apart."""
+    torch._dynamo.reset()  # each pair compiles afresh (no recompile limit reached across pairs)
+    eager = Stepper(make(tcfg, size), tcfg, compiled=False)
+    comp = Stepper(make(tcfg, size), tcfg, compiled=True)
+    images, targets = data(eager.model, batch)
+    t0 = time.perf_counter()
+    for _ in range(3):  # compilation (and the eager copy's first-touch) before anything is timed
+        comp.step(images, targets)
+        eager.step(images, targets)
+    warmup = time.perf_counter() - t0
+    times: dict[str, list[float]] = {"eager": [], "compiled": []}
+    for _ in range(blocks):
+        for name, s in (("eager", eager), ("compiled", comp)):
+            for _ in range(per_block):
+                t = time.perf_counter()
+                s.step(images, targets)
+                times[name].append(time.perf_counter() - t)
+    e, c = statistics.median(times["eager"]), statistics.median(times["compiled"])
+    return {"trainer": label, "batch": batch, "canvas": list(size), "steps_each": blocks * per_block,
+            "eager_step_ms": 1000 * e, "compiled_step_ms": 1000 * c, "speedup": e / c,
+            "warmup_s": warmup}
+
+
+def loss_agreement(tcfg: TrainConfig, size, batch: int, steps: int) -> float:
+    """Largest relative difference of the losses of an eager and a compiled copy, dropout off."""
+    torch._dynamo.reset()
+    eager = Stepper(make(tcfg, size, dropout=0.0), tcfg, compiled=False)
+    comp = Stepper(make(tcfg, size, dropout=0.0), tcfg, compiled=True)
+    images, targets = data(eager.model, batch)
+    worst = 0.0
+    for _ in range(steps):
+        a, b = eager.step(images, targets), comp.step(images, targets)
+        worst = max(worst, abs(a - b) / max(abs(a), 1e-9))
+    return worst
+
+
+def decode_pair(tcfg: TrainConfig, size, repeats: int) -> list[dict]:
+    """Batch-1 ms per image, eager against compiled, and whether every output agreed."""
+    torch._dynamo.reset()
+    model = make(tcfg, size, dropout=0.0).eval()
+    fast = compile_for_decoding(copy.deepcopy(model))
+    specs = [DecodeSpec("mask-predict", T=1), DecodeSpec("mask-predict", T=10)] if model.label_kind == "sat" \
+        else [DecodeSpec("greedy")]
+    images = [torch.rand(1, 1, *size, generator=torch.Generator().manual_seed(i)) for i in range(repeats)]
+    rows = []
+    for spec in specs:
+        row = {"recognizer": model.kind, "decoder": spec.name, "T": spec.T}
+        same = True
+        for name, m in (("eager", model), ("compiled", fast)):
+            m.recognize(images[0], spec)  # warm-up (compilation)
+            times, outs = [], []
+            for im in images:
+                t = time.perf_counter()
+                outs.append(m.recognize(im, spec))
+                times.append(time.perf_counter() - t)
+            row[f"{name}_ms"] = 1000 * statistics.median(times)
+            row.setdefault("outputs", outs)
+            same = same and row["outputs"] == outs
+        row["speedup"] = row["eager_ms"] / row["compiled_ms"]
+        row["outputs_equal"] = same
+        del row["outputs"]
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", nargs="+", default=["demo", "crohme-cpu"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--blocks", type=int, default=4, help="alternating timed blocks per trainer")
+    ap.add_argument("--per-block", type=int, default=8, help="steps per block")
+    ap.add_argument("--agree-steps", type=int, default=8)
+    ap.add_argument("--decode-images", type=int, default=20)
+    ap.add_argument("--smoke", action="store_true", help="tiny models, a few steps")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.blocks, args.per_block, args.agree_steps, args.decode_images = 1, 2, 2, 2
+    torch.set_num_threads(args.threads)
+    report = {"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+              "threads": args.threads, "train": [], "decode": []}
+    for name in args.presets:
+        size = canvas(name, args.smoke)
+        for label, tcfg in trainers(name, args.smoke):
+            batch = 4 if args.smoke else tcfg.batch_size
+            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block)
+            row["loss_rel_diff_no_dropout"] = loss_agreement(tcfg, size, batch, args.agree_steps)
+            report["train"].append(row)
+            print(f"{label:22s} batch {batch:3d}  eager {row['eager_step_ms']:7.1f} ms  compiled "
+                  f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}  (warm-up {row['warmup_s']:.0f} s; "
+                  f"losses agree to {row['loss_rel_diff_no_dropout']:.1e})", flush=True)
+            for d in decode_pair(tcfg, size, args.decode_images):
+                d["preset"] = name
+                report["decode"].append(d)
+                print(f"  decode {d['decoder']:12s} T={d['T']:<3d} eager {d['eager_ms']:6.1f} ms  compiled "
+                      f"{d['compiled_ms']:6.1f} ms  x{d['speedup']:.2f}  outputs equal: {d['outputs_equal']}",
+                      flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Compiled training and decoding agree with the eager paths (train/compiled.py), and the step's random
+numbers drawn before the step give the very masks the loss once drew itself (model.diffusion.mask_draws)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from builders import tiny_model
+from model import DecodeSpec
+from model.diffusion import apply_mask, mask_draws, mask_view
+from test_train import _losses, micro_cfg, micro_data  # noqa: F401  (the fixture)
+
+
+@pytest.mark.parametrize("mode", ["joint", "independent"])
+def test_drawn_masks_equal_the_masks_drawn_inside(mode):
+    sym = torch.randint(3, 20, (6, 12))
+    mod = torch.randint(3, 9, (6, 12))
+    inside = mask_view(sym, mod, 10, torch.Generator().manual_seed(5), mode)
+    draws = mask_draws((6, 12), 1, 10, torch.Generator().manual_seed(5), mode)
+    assert set(draws) == ({"mask_t", "mask_u", "mask_u_mod"} if mode == "independent" else {"mask_t", "mask_u"})
+    for a, b in zip(inside, apply_mask(sym, mod, draws)):
+        assert torch.equal(a, b)
+
+
+def test_the_loss_from_drawn_tensors_equals_the_loss_that_draws_itself():
+    from model import LossConfig
+
+    torch.manual_seed(0)
+    model = tiny_model(aux_reader_weight=1.0, loss=LossConfig(T=10, kl_warmup_steps=10))
+    images = torch.rand(2, 1, 32, 64)
+    batch = {"symbols": torch.randint(3, 20, (2, 12)), "modifiers": torch.randint(3, 7, (2, 12)),
+             **model.step_inputs(3)}
+    itself = model(images, batch, torch.Generator().manual_seed(9))
+    drawn = model(images, {**batch, **model.draws(batch, torch.Generator().manual_seed(9))})
+    assert {k: float(v.detach()) for k, v in itself.items()} == {k: float(v.detach()) for k, v in drawn.items()}
+
+
+@pytest.mark.parametrize("kind", ["diffusion", "ar"])
+def test_compiled_training_follows_the_eager_losses(micro_data, tmp_path, kind):  # noqa: F811
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    common = ("max_steps=4", "log_every=1", "ckpt_every=0", f"model.kind={kind}")
+    train(micro_cfg(micro_data, tmp_path / "eager", *common, "compile=false"))
+    train(micro_cfg(micro_data, tmp_path / "compiled", *common, "compile=true"))
+    eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
+    assert sorted(compiled) == [1, 2, 3, 4]
+    for step in eager:  # micro trains without dropout: the graphs differ only in float rounding
+        assert compiled[step] == pytest.approx(eager[step], rel=1e-4), step
+
+
+def test_compiled_decoding_gives_the_eager_outputs():
+    from train.compiled import compile_for_decoding
+
+    torch.manual_seed(0)
+    model = tiny_model().eval()
+    fast = compile_for_decoding(tiny_model().eval())
+    fast.load_state_dict(model.state_dict())  # the compiled parts keep their parameter names
+    images = torch.rand(3, 1, 32, 64, generator=torch.Generator().manual_seed(1))
+    for spec in (DecodeSpec("mask-predict", T=4), DecodeSpec("remask", T=4, seed=2)):
+        assert fast.recognize(images, spec) == model.recognize(images, spec)
