@@ -148,7 +148,7 @@ def decode_pair(tcfg: TrainConfig, size, repeats: int) -> list[dict]:
     images = [torch.rand(1, 1, *size, generator=torch.Generator().manual_seed(i)) for i in range(repeats)]
     rows = []
     for spec in specs:
-        row = {"recognizer": model.kind, "decoder": spec.name, "T": spec.T}
+        row = {"recognizer": model.kind, "decoder": spec.name}
         same = True
         for name, m in (("eager", model), ("compiled", fast)):
             m.recognize(images[0], spec)  # warm-up (compilation)
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
             for d in decode_pair(tcfg, size, args.decode_images):
                 d["preset"] = name
                 report["decode"].append(d)
-                print(f"  decode {d['decoder']:12s} T={d['T']:<3d} eager {d['eager_ms']:6.1f} ms  compiled "
+                print(f"  decode {d['decoder']:18s} eager {d['eager_ms']:6.1f} ms  compiled "
                       f"{d['compiled_ms']:6.1f} ms  x{d['speedup']:.2f}  outputs equal: {d['outputs_equal']}",
                       flush=True)
     if args.json:

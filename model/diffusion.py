@@ -302,7 +302,9 @@ def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = 
 
     Only positions before the first predicted PAD are ranked (PAD is the most confident token and
     would otherwise be committed first); positions after it are fixed to PAD. At iteration s of T,
-    floor(len * (T-1-s)/T) positions are re-masked. Deterministic.
+    floor(len * (T-1-s)/T) positions are re-masked. Deterministic. Without early_exit the loop never
+    reads a value back from the device (a step that re-masks nothing masks nothing), so it can be
+    captured whole (a CUDA graph, torch.compile).
     """
     b = mem_kv[0][0].shape[0]
     dev = mem_kv[0][0].device
@@ -325,10 +327,8 @@ def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = 
         if history is not None:
             history.append((sym.clone(), mod.clone(), _confidence(out, sym, mod)))
         n_mask = (length.float() * (T - 1 - s) / T).floor().long()
-        if (n_mask == 0).all():
-            if early_exit or s == T - 1:
-                return sym, mod
-            continue
+        if s == T - 1 or early_exit and bool((n_mask == 0).all()):  # no host sync unless asked to exit early
+            return sym, mod
         ranked = torch.where(positions < length[:, None], conf, torch.full_like(conf, float("inf")))
         order = ranked.argsort(1)  # least confident first
         rank = torch.empty_like(order)

@@ -17,7 +17,7 @@ from model import load
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
-SCRIPTS = ("gpu_bench", "bench_decode", "tf_loss")
+SCRIPTS = ("gpu_bench", "bench_decode", "tf_loss", "gpu_check", "bench_compile")
 
 
 def load_script(name: str):
@@ -117,3 +117,19 @@ def test_pick_decoder_prefers_the_deterministic_and_the_shorter_within_half_a_po
     assert pick.pick({"remask-T10": m(0.31), "mask-predict-T10": m(0.30)}) == ("remask", 10)
     assert pick.pick({"mask-predict-T20": m(0.301), "mask-predict-T10": m(0.300)}) == ("mask-predict", 10)
     assert pick.pick({"ar-greedy": m(0.34), "ar-beam5": m(0.36)}) == ("beam", 5)
+
+
+def test_the_device_check_runs_every_part_on_cpu(micro_shards, tmp_path):
+    """gpu_check --smoke, narrowed to GryphOne at batch 2 and T=1: training eager and compiled, decoding
+    eager and compiled (outputs equal), the AR greedy line and the loader table on the micro shards."""
+    gpu_check = load_script("gpu_check")
+    out = tmp_path / "gpu_check.json"
+    assert gpu_check.main(["--smoke", "--presets", "paper", "--batches", "2", "--fps-batches", "1", "--Ts", "1",
+                           "--data", str(micro_shards), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [(r["batch"], r["compile"]) for r in report["train"]] == [(2, False), (2, True)]
+    assert all("images_per_s" in r for r in report["train"]), report["train"]
+    fps = {r["decoder"]: r for r in report["fps"]}
+    assert fps["mask-predict-T1"]["outputs_equal"] and fps["remask-T1"]["outputs_equal"], fps
+    assert fps["ar-greedy-4tok"]["eager_fps"] > 0
+    assert report["loader"][0]["workers"] == 0 and report["loader"][0]["images_per_s"] > 0
