@@ -1,8 +1,9 @@
 """Compiled against eager, side by side in one process: training steps/s and batch-1 decoding latency.
 
 For each preset named (default `demo` and `crohme-cpu`) and each of its two trainers (GryphOne, the
-preset's own model, and the AR reader its stage 1 trains), two copies of the recognizer start from the
-same weights; one runs eager, the other under `torch.compile`. After the compiled copy's warm-up
+preset's own model, and the AR reader its stage 1 trains), three copies of the recognizer start from the
+same weights; one runs eager, one under `torch.compile`, one eager under bf16 autocast (a CPU with
+bf16 instructions runs its matmuls in bf16). After the compiled copy's warm-up
 (compilation, not counted) they take their timed steps in alternating blocks on the same random
 images and labels, so a noisy neighbour slows both alike; the table gives the median step of each and
 their ratio. A second pair, with dropout off (the compiled graph draws dropout from its own RNG),
@@ -17,6 +18,7 @@ Decoding: batch-1 GryphOne mask-predict at T=1 and T=10 and AR greedy, eager aga
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import json
@@ -74,8 +76,8 @@ def make(tcfg: TrainConfig, size: tuple[int, int], dropout: float | None = None)
 class Stepper:
     """One recognizer, its optimizer and its (compiled or eager) step, as the trainer takes it."""
 
-    def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool):
-        self.model, self.tcfg = model, tcfg
+    def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool, bf16: bool = False):
+        self.model, self.tcfg, self.bf16 = model, tcfg, bf16
         self.opt = make_optimizer(tcfg, model, torch.device("cpu"))
         self.module = compile_for_training(model) if compiled else model
         self.step_no = 0
@@ -85,7 +87,8 @@ class Stepper:
         m.train()
         batch = {**targets, **m.step_inputs(self.step_no)}
         batch.update(m.draws(batch, torch.Generator().manual_seed(self.step_no)))
-        parts = self.module(images, batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext():
+            parts = self.module(images, batch)
         self.opt.zero_grad(set_to_none=True)
         parts["loss"].backward()
         if self.tcfg.grad_clip:
@@ -104,25 +107,26 @@ def data(model: Recognizer, batch: int) -> tuple[torch.Tensor, dict]:
 def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int) -> dict:
     """Median step seconds, eager and compiled, in alternating blocks; the compiled warm-up apart."""
     torch._dynamo.reset()  # each pair compiles afresh (no recompile limit reached across pairs)
-    eager = Stepper(make(tcfg, size), tcfg, compiled=False)
-    comp = Stepper(make(tcfg, size), tcfg, compiled=True)
-    images, targets = data(eager.model, batch)
+    steppers = {"eager": Stepper(make(tcfg, size), tcfg, compiled=False),
+                "compiled": Stepper(make(tcfg, size), tcfg, compiled=True),
+                "eager_bf16": Stepper(make(tcfg, size), tcfg, compiled=False, bf16=True)}
+    images, targets = data(steppers["eager"].model, batch)
     t0 = time.perf_counter()
-    for _ in range(3):  # compilation (and the eager copy's first-touch) before anything is timed
-        comp.step(images, targets)
-        eager.step(images, targets)
+    for _ in range(3):  # compilation (and the eager copies' first-touch) before anything is timed
+        for s in steppers.values():
+            s.step(images, targets)
     warmup = time.perf_counter() - t0
-    times: dict[str, list[float]] = {"eager": [], "compiled": []}
+    times: dict[str, list[float]] = {name: [] for name in steppers}
     for _ in range(blocks):
-        for name, s in (("eager", eager), ("compiled", comp)):
+        for name, s in steppers.items():
             for _ in range(per_block):
                 t = time.perf_counter()
                 s.step(images, targets)
                 times[name].append(time.perf_counter() - t)
-    e, c = statistics.median(times["eager"]), statistics.median(times["compiled"])
+    ms = {name: 1000 * statistics.median(t) for name, t in times.items()}
     return {"trainer": label, "batch": batch, "canvas": list(size), "steps_each": blocks * per_block,
-            "eager_step_ms": 1000 * e, "compiled_step_ms": 1000 * c, "speedup": e / c,
-            "warmup_s": warmup}
+            **{f"{name}_step_ms": v for name, v in ms.items()}, "speedup": ms["eager"] / ms["compiled"],
+            "bf16_speedup": ms["eager"] / ms["eager_bf16"], "warmup_s": warmup}
 
 
 def loss_agreement(tcfg: TrainConfig, size, batch: int, steps: int) -> float:
@@ -192,7 +196,8 @@ def main(argv=None) -> int:
             row["loss_rel_diff_no_dropout"] = loss_agreement(tcfg, size, batch, args.agree_steps)
             report["train"].append(row)
             print(f"{label:22s} batch {batch:3d}  eager {row['eager_step_ms']:7.1f} ms  compiled "
-                  f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}  (warm-up {row['warmup_s']:.0f} s; "
+                  f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}  eager bf16 "
+                  f"{row['eager_bf16_step_ms']:7.1f} ms  x{row['bf16_speedup']:.2f}  (warm-up {row['warmup_s']:.0f} s; "
                   f"losses agree to {row['loss_rel_diff_no_dropout']:.1e})", flush=True)
             for d in decode_pair(tcfg, size, args.decode_images):
                 d["preset"] = name
