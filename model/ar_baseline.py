@@ -11,7 +11,8 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .autoregressive import ARDecoder, ar_loss, beam_search, greedy, token_probs
+from .autoregressive import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
+from .search import greedy
 from .encoder import ViTConfig, build_vit, vit_flops
 from .layers import decoder_flops
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
@@ -33,6 +34,7 @@ class ARRecognizer(Recognizer):
     label_kind = "token"
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
+    static_parts = ("encoder", "decoder")  # the decoder on static_step's fixed shapes
 
     def __init__(self, cfg: ARConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)
@@ -66,5 +68,9 @@ class ARRecognizer(Recognizer):
     def _decode(self, images: torch.Tensor, spec: DecodeSpec, scored: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         mem_kv = self.decoder.memory_kv(self.encoder(images))
         beam = spec.beam if spec.sampler == "beam" else 1
-        ids = greedy(self.decoder, mem_kv) if beam <= 1 else beam_search(self.decoder, mem_kv, beam)
+        if beam <= 1:
+            step = (static_step if self.static_decoding else cached_step)(self.decoder, mem_kv)
+            ids = greedy(step, images.shape[0], self.cfg.max_len, images.device)
+        else:
+            ids = beam_search(self.decoder, mem_kv, beam)
         return ids, token_probs(self.decoder, mem_kv, ids) if scored else None

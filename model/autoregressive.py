@@ -2,7 +2,8 @@
 
 Same encoder as GryphOne, so "diffusion vs autoregressive" compares decoders alone. Ids come from
 `tokenizer.TokenVocab` (PAD 0, BOS 1, EOS 2). Greedy and beam search decode with a key/value cache
-for self-attention and cached cross-attention keys/values of the encoder memory.
+for self-attention and cached cross-attention keys/values of the encoder memory: greedy through
+model.search with `cached_step` (or `static_step`, its fixed-shape form), beam search here.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch.nn.functional as F
 from tokenizer.vocab import TokenVocab
 
 from .layers import DecoderBlock, position_table
+from .search import Step
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -33,9 +35,12 @@ class ARDecoder(nn.Module):
     def memory_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [block.cross_attn.project_kv(memory) for block in self.blocks]
 
-    def forward(self, tokens: torch.Tensor, mem_kv, caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
-        """Teacher-forced logits [B, L, V]; with `caches`, `tokens` are the new positions from `start`."""
-        x = self.tok_emb(tokens) + self.pos_emb[:, start: start + tokens.shape[1]]
+    def forward(self, tokens: torch.Tensor, mem_kv, caches: list[dict] | None = None,
+                start: int | torch.Tensor = 0) -> torch.Tensor:
+        """Teacher-forced logits [B, L, V]; with `caches`, `tokens` are the new positions from `start`
+        (a tensor of positions with static_step's preallocated caches)."""
+        pos = self.pos_emb[:, start] if isinstance(start, torch.Tensor) else self.pos_emb[:, start: start + tokens.shape[1]]
+        x = self.tok_emb(tokens) + pos
         x = self.drop(x)
         for i, (block, kv) in enumerate(zip(self.blocks, mem_kv)):
             x = block(x, kv, causal=True, self_cache=None if caches is None else caches[i])
@@ -50,22 +55,35 @@ def ar_loss(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> dict[str, torch.Te
     return {"loss": ce, "ce": ce.detach()}
 
 
-@torch.no_grad()
-def greedy(decoder: ARDecoder, mem_kv) -> torch.Tensor:
-    """Greedy decoding; returns ids [B, <=max_len] starting with BOS, PAD after EOS."""
-    b = mem_kv[0][0].shape[0]
-    dev = mem_kv[0][0].device
+def cached_step(decoder: ARDecoder, mem_kv) -> Step:
+    """model.search's step for this decoder: one new token per call, self-attention keys/values cached
+    (the cache grows by one position per step)."""
     caches: list[dict] = [{} for _ in decoder.blocks]
-    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
-    done = torch.zeros(b, dtype=torch.bool, device=dev)
-    for pos in range(decoder.max_len - 1):
-        logits = decoder(out[:, -1:], mem_kv, caches, start=pos)[:, -1]
-        nxt = logits.argmax(-1).masked_fill(done, PAD)
-        out = torch.cat([out, nxt[:, None]], 1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    return out
+
+    def step(last: torch.Tensor, pos: int) -> torch.Tensor:
+        return decoder(last[:, None], mem_kv, caches, start=pos)[:, -1]
+    return step
+
+
+def static_step(decoder: ARDecoder, mem_kv) -> Step:
+    """The same step on fixed shapes: every layer's cache preallocated to max_len positions, each new
+    key/value written at its position, later positions masked, the position a tensor. Every call is
+    then the same graph (compiled once, replayable as a CUDA graph); the scores equal cached_step's to
+    float rounding."""
+    k0 = mem_kv[0][0]
+    b, heads, _, head_dim = k0.shape
+    n = decoder.max_len
+    caches = [{"k": k0.new_zeros(b, heads, n, head_dim), "v": k0.new_zeros(b, heads, n, head_dim)}
+              for _ in decoder.blocks]
+    positions = torch.arange(n, device=k0.device)
+
+    def step(last: torch.Tensor, pos: int) -> torch.Tensor:
+        at = positions[pos: pos + 1]
+        ignore = (positions > at)[None].expand(b, n)
+        for c in caches:
+            c["pos"], c["ignore"] = at, ignore
+        return decoder(last[:, None], mem_kv, caches, start=at)[:, -1]
+    return step
 
 
 @torch.no_grad()

@@ -8,7 +8,7 @@ never (under-parsing). The convolution is 2D because the memory is a 2D feature 
 rows and columns, and a 1D convolution over the flattened grid would join the end of one row to the
 start of the next and keep vertical neighbours a whole row apart.
 
-Greedy decoding is batched; beam search runs one image at a time, WAP style: a hypothesis that emits
+Greedy decoding is batched (model.search over `lstm_step`); beam search runs one image at a time, WAP style: a hypothesis that emits
 EOS leaves the beam and the beam shrinks by one, so a beam of width 1 is greedy decoding.
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
+
+from .search import Step
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -146,20 +148,14 @@ def teacher_forced_loss(decoder: CoverageLSTMDecoder, memory: Memory, state: Sta
     return {"loss": loss, "ce": ce.detach()}
 
 
-@torch.no_grad()
-def greedy(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int) -> torch.Tensor:
-    """Batched greedy decoding: ids [B, <=max_len], BOS first, PAD after EOS."""
-    b, dev = memory.values.shape[0], memory.values.device
-    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
-    done = torch.zeros(b, dtype=torch.bool, device=dev)
-    for _ in range(max_len - 1):
-        logits, state, _ = decoder.step(out[:, -1], state, memory)
-        nxt = logits.argmax(-1).masked_fill(done, PAD)
-        out = torch.cat([out, nxt[:, None]], 1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    return out
+def lstm_step(decoder: CoverageLSTMDecoder, memory: Memory, state: State) -> Step:
+    """model.search's step for this decoder: the LSTM state and coverage carried between calls."""
+    carried = [state]
+
+    def step(last: torch.Tensor, pos: int) -> torch.Tensor:
+        logits, carried[0], _ = decoder.step(last, carried[0], memory)
+        return logits
+    return step
 
 
 @torch.no_grad()

@@ -19,7 +19,8 @@ import torch.nn as nn
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .coverage_decoder import CoverageLSTMDecoder, Memory, State, beam_search, greedy, teacher_forced_loss
+from .coverage_decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
+from .search import greedy
 from .errors import RecognizerConfigError
 from .layers import EncoderBlock, sincos_1d, sincos_2d
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
@@ -174,7 +175,8 @@ class HVT(Recognizer):
     def _decode(self, memory: Memory, state: State, spec: DecodeSpec) -> torch.Tensor:
         beam = spec.beam if spec.sampler == "beam" else 1
         if beam <= 1:
-            return greedy(self.decoder, memory, state, self.cfg.max_len)
+            return greedy(lstm_step(self.decoder, memory, state), memory.values.shape[0], self.cfg.max_len,
+                          memory.values.device)
         return beam_search(self.decoder, memory, state, self.cfg.max_len, beam)
 
     def flops_per_image(self, train: bool = True) -> float:

@@ -103,7 +103,13 @@ class DecoderBlock(nn.Module):
         self_cache: dict | None = None,
     ) -> torch.Tensor:
         h = self.norm1(x)
-        if self_cache is not None:  # incremental causal decoding: x holds only the new positions
+        if self_cache is not None and "pos" in self_cache:  # preallocated: write at pos, mask what follows
+            k, v = self.self_attn.project_kv(h)
+            pos = self_cache["pos"]
+            k, v = self_cache["k"].index_copy(2, pos, k), self_cache["v"].index_copy(2, pos, v)
+            self_cache["k"], self_cache["v"] = k, v
+            x = x + self.drop(self.self_attn(h, kv=(k, v), key_padding=self_cache["ignore"]))
+        elif self_cache is not None:  # incremental causal decoding: x holds only the new positions
             k, v = self.self_attn.project_kv(h)
             if "k" in self_cache:
                 k = torch.cat([self_cache["k"], k], dim=2)

@@ -38,9 +38,10 @@ from .encoder import ViTConfig, build_vit, vit_flops
 from .errors import RecognizerConfigError
 from .layers import decoder_flops, sincos_1d
 from .posformer_decoder import CoverageDecoder, TokenDecoder
-from .posformer_search import (PAD, beam_search, bidirectional_search, greedy, reverse_ids, reverse_like,
+from .posformer_search import (PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like,
                                token_probs)
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from .search import greedy
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 from .warm_start import encoder_from_file
 
@@ -219,7 +220,8 @@ class PosFormer(Recognizer):
     def _decode(self, kv, spec: DecodeSpec) -> torch.Tensor:
         beam = spec.beam if spec.sampler == "beam" else 1
         if beam <= 1:
-            return greedy(self.decoder, kv, self.keep, self.cfg.max_len)
+            return greedy(coverage_step(self.decoder, kv, self.keep), kv[0][0].shape[0], self.cfg.max_len,
+                          kv[0][0].device)
         search = bidirectional_search if self.cfg.bidirectional else beam_search
         return search(self.decoder, kv, self.keep, self.cfg.max_len, beam, self.cfg.length_penalty)
 

@@ -13,26 +13,22 @@ import torch.nn.functional as F
 from tokenizer.vocab import TokenVocab
 
 from .posformer_decoder import StepState, TokenDecoder
+from .search import Step
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)
 
 
-@torch.no_grad()
-def greedy(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int) -> torch.Tensor:
-    """Left-to-right greedy decoding: ids [B, <=max_len], BOS first, PAD after EOS."""
-    b, dev = mem_kv[0][0].shape[0], mem_kv[0][0].device
+def coverage_step(dec: TokenDecoder, mem_kv, keep: torch.Tensor) -> Step:
+    """model.search's step for PosFormer: the token emitted last first adds its attention to the
+    coverage (when `keep` says it counts), then the next position is read."""
     state = StepState.empty(len(dec.stack.layers))
-    out = torch.full((b, 1), BOS, dtype=torch.long, device=dev)
-    done = torch.zeros(b, dtype=torch.bool, device=dev)
-    for pos in range(max_len - 1):
-        nxt = dec.step(out[:, -1], pos, mem_kv, state).argmax(-1).masked_fill(done, PAD)
-        state.commit(keep[nxt])
-        out = torch.cat([out, nxt[:, None]], 1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    return out
+
+    def step(last: torch.Tensor, pos: int) -> torch.Tensor:
+        if pos:
+            state.commit(keep[last])
+        return dec.step(last, pos, mem_kv, state)
+    return step
 
 
 @torch.no_grad()

@@ -75,7 +75,11 @@ class Recognizer(nn.Module):
         return self.loss(images, batch, generator)
 
     static_parts: tuple[str, ...] = ("encoder",)
-    """Submodules called with the same shapes at every decoding step (train/compiled.py compiles them)."""
+    """Submodules called with the same shapes at every decoding step once `static_decoding` is on
+    (train/compiled.py compiles them)."""
+    static_decoding = False
+    """Decode on fixed shapes (preallocated caches) where a recognizer has two ways: what a compiled or
+    CUDA-graph decoder needs; eager on a CPU the growing cache is the faster."""
 
     def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """The random numbers one training step's loss uses, as tensors (none by default). The trainer

@@ -131,5 +131,5 @@ def test_the_device_check_runs_every_part_on_cpu(micro_shards, tmp_path):
     assert all("images_per_s" in r for r in report["train"]), report["train"]
     fps = {r["decoder"]: r for r in report["fps"]}
     assert fps["mask-predict-T1"]["outputs_equal"] and fps["remask-T1"]["outputs_equal"], fps
-    assert fps["ar-greedy-4tok"]["eager_fps"] > 0
+    assert fps["ar-greedy-4tok"]["eager_fps"] > 0 and fps["ar-greedy-4tok"]["outputs_equal"], fps
     assert report["loader"][0]["workers"] == 0 and report["loader"][0]["images_per_s"] > 0

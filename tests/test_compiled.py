@@ -59,3 +59,23 @@ def test_compiled_decoding_gives_the_eager_outputs():
     images = torch.rand(3, 1, 32, 64, generator=torch.Generator().manual_seed(1))
     for spec in (DecodeSpec("mask-predict", T=4), DecodeSpec("remask", T=4, seed=2)):
         assert fast.recognize(images, spec) == model.recognize(images, spec)
+
+
+def test_compiled_ar_decoding_runs_one_graph_for_every_position():
+    """The AR baseline compiled for decoding steps on preallocated caches: one decoder graph, not one
+    per position, and the eager outputs."""
+    from torch._dynamo.utils import counters
+
+    from train.compiled import compile_for_decoding
+
+    torch.manual_seed(0)
+    model = tiny_model("ar").eval()
+    with torch.no_grad():
+        model.decoder.head.weight.mul_(8)
+    fast = compile_for_decoding(tiny_model("ar").eval())
+    fast.load_state_dict(model.state_dict())
+    images = torch.rand(3, 1, 32, 64, generator=torch.Generator().manual_seed(1))
+    torch._dynamo.reset()
+    counters.clear()
+    assert fast.decode_ids(images, DecodeSpec("greedy")).tolist() == model.decode_ids(images, DecodeSpec("greedy")).tolist()
+    assert counters["stats"]["unique_graphs"] == 2  # the encoder's and the decoder step's

@@ -15,7 +15,8 @@ from model.checkpoint import save_checkpoint
 from model.densenet import DenseNetEncoder
 from model.posformer import PosFormer, PosFormerConfig, structure_ids
 from model.posformer_decoder import StepState
-from model.posformer_search import BOS, EOS, PAD, beam_one, greedy, reverse_ids, reverse_like
+from model.posformer_search import BOS, EOS, PAD, beam_one, coverage_step, reverse_ids, reverse_like
+from model.search import greedy
 from model.recognizer import DecodeSpec
 from model.token_forest import IGNORE, is_structure_token, token_forest, token_paths
 from tokenizer import tokenize
@@ -237,7 +238,7 @@ def test_beam_width_one_is_greedy(trained):
     m, images, _ = trained
     with torch.no_grad():
         kv = m.decoder.stack.memory_kv(m.encode(images))
-        g = greedy(m.decoder, kv, m.keep, 16)
+        g = greedy(coverage_step(m.decoder, kv, m.keep), images.shape[0], 16, "cpu")
         for i in range(images.shape[0]):
             one = [(k[i: i + 1], v[i: i + 1]) for k, v in kv]
             (_, seq), = beam_one(m.decoder, one, m.keep, 16, beam=1)

@@ -4,7 +4,8 @@ Training compiles the recognizer's whole loss (forward and backward): the traine
 random numbers outside it (`Recognizer.draws`), and batches have fixed shapes (every label padded to
 `max_len`, every image the canvas), so one graph serves every step. Decoding compiles the parts a
 recognizer calls with the same shapes at every step (`Recognizer.static_parts`: GryphOne's encoder and
-its fixed-window decoder), in place, so the state dict keeps its names.
+its fixed-window decoder; the AR baseline's decoder on preallocated caches, `static_decoding`), in
+place, so the state dict keeps its names.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def compile_for_decoding(model: Recognizer, mode: str | None = None) -> Recogniz
     if mode is None:
         on_cuda = next(model.parameters()).device.type == "cuda"
         mode = "reduce-overhead" if on_cuda else "default"
+    model.static_decoding = True
     for name in model.static_parts:
         getattr(model, name).compile(dynamic=False, mode=mode)
     return model

@@ -1,0 +1,89 @@
+"""model.search.greedy over each token recognizer's step function reads what a decoder that recomputes
+the whole prefix at every step (no cache, no carried state: the teacher-forced pass) reads; the AR
+baseline's fixed-shape step (preallocated cache) reads what its growing cache reads."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from builders import tiny_model, token_labels
+from model import DecodeSpec
+from model.autoregressive import cached_step, static_step
+from model.search import BOS, EOS, PAD, greedy
+
+B, MAX_LEN = 6, 12
+
+
+def model_of(kind: str, **kw):
+    torch.manual_seed(0)
+    model = tiny_model(kind, canvas=(32, 64), labels=token_labels(15), max_len=MAX_LEN, **kw).eval()
+    with torch.no_grad():  # a sharper random head (outputs vary) and a likelier EOS (some rows end early)
+        model.decoder.head.weight.mul_(8)
+        model.decoder.head.bias[EOS] += 1.5
+    return model
+
+
+def images() -> torch.Tensor:
+    return torch.rand(B, 1, 32, 64, generator=torch.Generator().manual_seed(3))
+
+
+def recompute_greedy(next_scores) -> torch.Tensor:
+    """Greedy by rescoring the whole prefix each step: next_scores(prefix [B, p]) -> [B, V]."""
+    out = torch.full((B, 1), BOS, dtype=torch.long)
+    done = torch.zeros(B, dtype=torch.bool)
+    for _ in range(MAX_LEN - 1):
+        nxt = next_scores(out).argmax(-1).masked_fill(done, PAD)
+        out = torch.cat([out, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    return out
+
+
+def prefix_scorer(model):
+    """The recognizer's teacher-forced pass over a prefix, last position's scores."""
+    with torch.no_grad():
+        if model.kind == "ar":
+            kv = model.decoder.memory_kv(model.encoder(images()))
+            return lambda prefix: model.decoder(prefix, kv)[:, -1]
+        if model.kind == "posformer":
+            kv = model.decoder.stack.memory_kv(model.encode(images()))
+
+            def posformer(prefix):  # keep: whether each emitted token counts (the last one's is not read yet)
+                keep = torch.cat([model.keep[prefix[:, 1:]], torch.ones(B, 1, dtype=torch.bool)], 1)
+                return model.decoder(prefix, kv, keep)[:, -1]
+            return posformer
+        memory, state = model.start(images())
+        dummy = torch.full((B, 1), PAD, dtype=torch.long)
+        return lambda prefix: model.decoder.teacher_forced(torch.cat([prefix, dummy], 1), state, memory)[0][:, -1]
+
+
+@pytest.mark.parametrize("kind,kw", [("ar", {}), ("posformer", {}), ("posformer", {"encoder": "vit"}),
+                                     ("posformer", {"attn_correction": "none"}), ("hvt", {})])
+def test_greedy_over_the_step_reads_what_recomputing_the_prefix_reads(kind, kw):
+    model = model_of(kind, **kw)
+    with torch.no_grad():
+        fast = model.decode_ids(images(), DecodeSpec("greedy"))
+        slow = recompute_greedy(prefix_scorer(model))
+    assert torch.equal(fast, slow), (fast, slow)
+    assert (fast[:, -1] == EOS).any() or fast.shape[1] == MAX_LEN
+    for row in fast.tolist():  # PAD, and only PAD, after a row's EOS
+        if EOS in row:
+            assert set(row[row.index(EOS) + 1:]) <= {PAD}
+
+
+def test_the_fixed_shape_ar_step_reads_what_the_growing_cache_reads():
+    model = model_of("ar")
+    with torch.no_grad():
+        kv = model.decoder.memory_kv(model.encoder(images()))
+        grown, fixed = cached_step(model.decoder, kv), static_step(model.decoder, kv)
+        last = torch.full((B,), BOS, dtype=torch.long)
+        for pos in range(MAX_LEN - 1):
+            a, b = grown(last, pos), fixed(last, pos)
+            assert torch.allclose(a, b, atol=1e-5), pos
+            last = a.argmax(-1)
+        assert torch.equal(greedy(cached_step(model.decoder, kv), B, MAX_LEN, "cpu"),
+                           greedy(static_step(model.decoder, kv), B, MAX_LEN, "cpu"))
+        eager = model.decode_ids(images(), DecodeSpec("greedy"))
+        model.static_decoding = True  # what train.compiled.compile_for_decoding switches on
+        assert torch.equal(model.decode_ids(images(), DecodeSpec("greedy")), eager)
