@@ -79,3 +79,15 @@ def test_compiled_ar_decoding_runs_one_graph_for_every_position():
     counters.clear()
     assert fast.decode_ids(images, DecodeSpec("greedy")).tolist() == model.decode_ids(images, DecodeSpec("greedy")).tolist()
     assert counters["stats"]["unique_graphs"] == 2  # the encoder's and the decoder step's
+
+
+def test_bf16_autocast_trains_on_the_cpu_when_asked(micro_data, tmp_path, capsys):  # noqa: F811
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    common = ("max_steps=3", "log_every=1", "ckpt_every=0")
+    train(micro_cfg(micro_data, tmp_path / "fp32", *common))
+    train(micro_cfg(micro_data, tmp_path / "bf16", *common, "bf16=true"))
+    assert "bf16" in capsys.readouterr().out
+    fp32, bf16 = _losses(tmp_path / "fp32"), _losses(tmp_path / "bf16")
+    assert bf16[1] != fp32[1] and bf16[1] == pytest.approx(fp32[1], rel=0.05)  # bf16 matmuls: close, not equal

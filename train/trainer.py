@@ -259,7 +259,7 @@ class Trainer:
         self.total = cfg.max_steps or (10**12 if self.by_time else int(math.ceil(cfg.epochs * per_epoch)))
         self.flops = self.model.flops_per_image(train=True)
         self.peak = _peak_flops(env.device)
-        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if env.bf16 else nullcontext()
+        self.autocast = torch.autocast(env.device.type, dtype=torch.bfloat16) if env.bf16 else nullcontext()
         self.metrics_f = None
         self.scalars: ScalarLog | None = None
 
