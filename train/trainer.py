@@ -131,13 +131,29 @@ def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None =
     return cfg.lr
 
 
+NO_DECAY_MODULES = (torch.nn.Embedding, torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.modules.batchnorm._BatchNorm)
+NO_DECAY_PARAMS = ("pos_emb", "cls")
+"""Parameters of their own that are position tables or the [CLS] token."""
+NO_DECAY_PARTS = ("patch_embed",)
+"""Modules whose parameters never decay: the patch stem (linear or convolutional), as every recipe was
+measured with it."""
+
+
+def decays(module_name: str, module: torch.nn.Module, param_name: str, param: torch.Tensor) -> bool:
+    """Whether weight decay applies: not to biases and other vectors, embeddings, norms, position
+    tables, the [CLS] token or the patch stem (docs/training.md); to every other matrix and kernel."""
+    if param.ndim < 2 or isinstance(module, NO_DECAY_MODULES) or param_name in NO_DECAY_PARAMS:
+        return False
+    return not any(part in module_name.split(".") for part in NO_DECAY_PARTS)
+
+
 def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """No weight decay on norms, biases, embeddings and position tables (docs/training.md)."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "emb" in name or "norm" in name else decay).append(p)
+    decay, no_decay, seen = [], [], set()
+    for module_name, module in model.named_modules():
+        for name, p in module.named_parameters(recurse=False):
+            if p.requires_grad and id(p) not in seen:  # a tied parameter once, where it first appears
+                seen.add(id(p))
+                (decay if decays(module_name, module, name, p) else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
