@@ -76,10 +76,11 @@ def make(tcfg: TrainConfig, size: tuple[int, int], dropout: float | None = None)
 class Stepper:
     """One recognizer, its optimizer and its (compiled or eager) step, as the trainer takes it."""
 
-    def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool, bf16: bool = False):
+    def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool, bf16: bool = False,
+                 mode: str = "default"):
         self.model, self.tcfg, self.bf16 = model, tcfg, bf16
         self.opt = make_optimizer(tcfg, model, torch.device("cpu"))
-        self.module = compile_for_training(model) if compiled else model
+        self.module = compile_for_training(model, mode) if compiled else model
         self.step_no = 0
 
     def step(self, images: torch.Tensor, targets: dict) -> float:
@@ -104,11 +105,12 @@ def data(model: Recognizer, batch: int) -> tuple[torch.Tensor, dict]:
     return images, random_targets(model, batch, LABEL_LEN[model.label_kind], "cpu")
 
 
-def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int) -> dict:
+def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int,
+               mode: str = "default") -> dict:
     """Median step seconds, eager and compiled, in alternating blocks; the compiled warm-up apart."""
     torch._dynamo.reset()  # each pair compiles afresh (no recompile limit reached across pairs)
     steppers = {"eager": Stepper(make(tcfg, size), tcfg, compiled=False),
-                "compiled": Stepper(make(tcfg, size), tcfg, compiled=True),
+                "compiled": Stepper(make(tcfg, size), tcfg, compiled=True, mode=mode),
                 "eager_bf16": Stepper(make(tcfg, size), tcfg, compiled=False, bf16=True)}
     images, targets = data(steppers["eager"].model, batch)
     t0 = time.perf_counter()
@@ -127,6 +129,22 @@ def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per
     return {"trainer": label, "batch": batch, "canvas": list(size), "steps_each": blocks * per_block,
             **{f"{name}_step_ms": v for name, v in ms.items()}, "speedup": ms["eager"] / ms["compiled"],
             "bf16_speedup": ms["eager"] / ms["eager_bf16"], "warmup_s": warmup}
+
+
+def profile_eager(tcfg: TrainConfig, size, batch: int, top: int = 8) -> list[dict]:
+    """Where an eager step's time goes: the ops with the most self CPU time over 5 steps, and their share."""
+    from torch.profiler import ProfilerActivity, profile
+
+    s = Stepper(make(tcfg, size), tcfg, compiled=False)
+    images, targets = data(s.model, batch)
+    for _ in range(2):
+        s.step(images, targets)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            s.step(images, targets)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    return [{"op": e.key, "share": e.self_cpu_time_total / total} for e in events[:top]]
 
 
 def loss_agreement(tcfg: TrainConfig, size, batch: int, steps: int) -> float:
@@ -150,11 +168,16 @@ def decode_pair(tcfg: TrainConfig, size, repeats: int) -> list[dict]:
     specs = [DecodeSpec("mask-predict", T=1), DecodeSpec("mask-predict", T=10)] if model.label_kind == "sat" \
         else [DecodeSpec("greedy")]
     images = [torch.rand(1, 1, *size, generator=torch.Generator().manual_seed(i)) for i in range(repeats)]
+    variants = [("eager", model), ("compiled", fast)]
+    if model.kind == "ar":  # the fixed-shape step the compiled decoder runs, eager
+        fixed = copy.deepcopy(model)
+        fixed.static_decoding = True
+        variants.append(("eager_static", fixed))
     rows = []
     for spec in specs:
         row = {"recognizer": model.kind, "decoder": spec.name}
         same = True
-        for name, m in (("eager", model), ("compiled", fast)):
+        for name, m in variants:
             m.recognize(images[0], spec)  # warm-up (compilation)
             times, outs = [], []
             for im in images:
@@ -166,6 +189,8 @@ def decode_pair(tcfg: TrainConfig, size, repeats: int) -> list[dict]:
             same = same and row["outputs"] == outs
         row["speedup"] = row["eager_ms"] / row["compiled_ms"]
         row["outputs_equal"] = same
+        row["tokens"] = [int(model.decode_ids(im, spec).shape[1]) - 1 for im in images[:3]] \
+            if model.label_kind == "token" else None  # tokens decoded (to EOS or the window's end)
         del row["outputs"]
         rows.append(row)
     return rows
@@ -180,6 +205,8 @@ def main(argv=None) -> int:
     ap.add_argument("--per-block", type=int, default=8, help="steps per block")
     ap.add_argument("--agree-steps", type=int, default=8)
     ap.add_argument("--decode-images", type=int, default=20)
+    ap.add_argument("--compile-mode", default="default", help="torch.compile's mode for training (max-autotune, ...)")
+    ap.add_argument("--profile", action="store_true", help="also list where an eager step's time goes")
     ap.add_argument("--smoke", action="store_true", help="tiny models, a few steps")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
@@ -187,12 +214,15 @@ def main(argv=None) -> int:
         args.blocks, args.per_block, args.agree_steps, args.decode_images = 1, 2, 2, 2
     torch.set_num_threads(args.threads)
     report = {"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-              "threads": args.threads, "train": [], "decode": []}
+              "threads": args.threads, "compile_mode": args.compile_mode, "train": [], "decode": []}
     for name in args.presets:
         size = canvas(name, args.smoke)
         for label, tcfg in trainers(name, args.smoke):
             batch = 4 if args.smoke else tcfg.batch_size
-            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block)
+            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode)
+            if args.profile:
+                row["eager_profile"] = profile_eager(tcfg, size, batch)
+                print("  eager step: " + ", ".join(f"{p['op']} {p['share']:.0%}" for p in row["eager_profile"]))
             row["loss_rel_diff_no_dropout"] = loss_agreement(tcfg, size, batch, args.agree_steps)
             report["train"].append(row)
             print(f"{label:22s} batch {batch:3d}  eager {row['eager_step_ms']:7.1f} ms  compiled "
@@ -202,9 +232,10 @@ def main(argv=None) -> int:
             for d in decode_pair(tcfg, size, args.decode_images):
                 d["preset"] = name
                 report["decode"].append(d)
+                static = f"  eager static {d['eager_static_ms']:6.1f} ms" if "eager_static_ms" in d else ""
                 print(f"  decode {d['decoder']:18s} eager {d['eager_ms']:6.1f} ms  compiled "
-                      f"{d['compiled_ms']:6.1f} ms  x{d['speedup']:.2f}  outputs equal: {d['outputs_equal']}",
-                      flush=True)
+                      f"{d['compiled_ms']:6.1f} ms  x{d['speedup']:.2f}{static}  outputs equal: {d['outputs_equal']}"
+                      + (f"  tokens {d['tokens']}" if d["tokens"] else ""), flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1))

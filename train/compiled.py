@@ -14,9 +14,9 @@ import torch
 from model import Recognizer
 
 
-def compile_for_training(model: Recognizer) -> torch.nn.Module:
+def compile_for_training(model: Recognizer, mode: str = "default") -> torch.nn.Module:
     """The compiled loss module the trainer calls (`module(images, batch)`); `model` keeps the weights."""
-    return torch.compile(model, dynamic=False)
+    return torch.compile(model, dynamic=False, mode=mode)
 
 
 def compile_for_decoding(model: Recognizer, mode: str | None = None) -> Recognizer:
