@@ -34,6 +34,8 @@ class ARRecognizer(Recognizer):
     label_kind = "token"
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
+    title = "the AR baseline"
+    description = "autoregressive baseline (ViT encoder + causal transformer decoder)"
     static_parts = ("encoder", "decoder")  # the decoder on static_step's fixed shapes
 
     def __init__(self, cfg: ARConfig, render: RenderSpec, labels: LabelSpec):
@@ -42,7 +44,12 @@ class ARRecognizer(Recognizer):
         self.decoder = ARDecoder(len(labels.vocab.tokens), cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
                                  cfg.enc_dim, cfg.dropout, pos_init=cfg.dec_pos_init)
 
-    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    @classmethod
+    def stage_one(cls, cfg) -> str | None:
+        return "the AR baseline is the reader itself"
+
+    def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
+             ) -> dict[str, torch.Tensor]:
         return ar_loss(self.decoder, self.decoder.memory_kv(self.encoder(images)), batch["tokens"])
 
     def warm_start(self, log: Callable[[str], None] = print) -> None:

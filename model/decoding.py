@@ -32,6 +32,21 @@ class DecodeSpec:
             return "ar-greedy" if self.beam <= 1 else f"ar-beam{self.beam}"
         return f"{self.sampler}-T{self.T}"
 
+def eval_specs(step_samplers: tuple[str, ...], Ts: tuple[int, ...], samplers: tuple[str, ...], seeds: int,
+               beams: tuple[int, ...], valid: bool = True) -> list[DecodeSpec]:
+    """The decoders an evaluation scores. A recognizer with step samplers (GryphOne's): each of
+    `samplers` at each T, the random re-mask ones over `seeds` seeds where T > 1; any other: greedy and
+    each beam width."""
+    if not step_samplers:
+        return [DecodeSpec("greedy" if b <= 1 else "beam", beam=b, valid=valid) for b in beams]
+    specs = []
+    for sampler in samplers:
+        for T in Ts:
+            n = seeds if (sampler.startswith("remask") and T > 1) else 1
+            specs += [DecodeSpec(sampler, T=T, seed=s, valid=valid) for s in range(n)]
+    return specs
+
+
 def check_decode_spec(kind: str, samplers: tuple[str, ...], spec: DecodeSpec) -> None:
     """A clear error for a decoder a recognizer does not have, or impossible settings."""
     if spec.sampler not in samplers:

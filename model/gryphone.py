@@ -81,6 +81,10 @@ class GryphOne(Recognizer):
         return {"kl_scale": torch.tensor(min(1.0, step / ramp))} if ramp else {}
 
     static_parts = ("encoder", "decoder")  # the decoder always sees the full max_len window
+    title = "GryphOne"
+    description = "GryphOne (ViT encoder + SAT masked-diffusion decoder)"
+    step_samplers = ("remask", "remask-keep", "mask-predict")
+    log_parts = ("kl", "reader_ce")
 
     def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         loss = self.cfg.loss

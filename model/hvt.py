@@ -139,6 +139,8 @@ class HVT(Recognizer):
     label_kind = "token"
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
+    title = "HVT"
+    description = "HVT (ResNet + ViT encoder, coverage-attention LSTM decoder)"
 
     def __init__(self, cfg: HVTConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)

@@ -118,7 +118,8 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
         "format": EXPORT_FORMAT, "kind": rec.kind, "decoder_graph": decoder_kind,
         "model_config": asdict(rec.cfg), "render": loaded.render.to_dict(), "labels": loaded.labels.to_dict(),
         "train_config": loaded.state.get("train_config", {}), "step": loaded.step, "weights": "ema" if (used_ema and loaded.state.get("ema")) or loaded.state.get("weights") == "ema" else "raw",
-        "samplers": {"available": list(exported_samplers(rec.kind)), "default": rec.default_sampler, "T": 10, "seed": 0},
+        "samplers": {"available": list(exported_samplers(rec.kind)), "default": rec.default_sampler, "T": 10, "seed": 0,
+                     "steps": [s for s in exported_samplers(rec.kind) if s in rec.step_samplers]},
         "graphs": {p: g for p, g in GRAPHS.items() if p == "fp32" or int8},
         "precision": "int8" if int8 else "fp32", "opset": OPSET, "torch": str(torch.__version__),
     }

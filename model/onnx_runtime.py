@@ -49,6 +49,8 @@ class ExportedRecognizer:
         self.kind, self.cfg, self.render, self.labels = spec["kind"], cfg, render, labels
         self.label_kind = labels.kind
         self.samplers = tuple(spec["samplers"]["available"])
+        # exports before "steps" was written: GryphOne's samplers are the only ones that are not greedy
+        self.step_samplers = tuple(spec["samplers"].get("steps", [s for s in self.samplers if s != "greedy"]))
         self.default_sampler = spec["samplers"]["default"]
         self.state = {"format": EXPORT_FORMAT, "step": spec["step"], "train_config": spec["train_config"]}
         self.precision = spec["precision"]

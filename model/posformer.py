@@ -101,6 +101,9 @@ class PosFormer(Recognizer):
     label_kind = "token"
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
+    title = "PosFormer"
+    description = "PosFormer (coverage-corrected transformer decoder)"
+    log_parts = ("pos_ce",)
     training_only = ("forest",)   # the position-forest branch is a training loss only
 
     def __init__(self, cfg: PosFormerConfig, render: RenderSpec, labels: LabelSpec):

@@ -51,6 +51,11 @@ class Recognizer(nn.Module):
     samplers: ClassVar[tuple[str, ...]] = ("greedy", "beam")
     default_sampler: ClassVar[str] = "greedy"
     training_only: ClassVar[tuple[str, ...]] = ()  # submodules that never run at inference (auxiliary losses)
+    title: ClassVar[str] = ""                      # the name people know it by (logs)
+    description: ClassVar[str] = ""                # one line: what it is (model cards)
+    step_samplers: ClassVar[tuple[str, ...]] = ()  # samplers that refine a whole answer over T steps (none:
+    #                                                token by token); the page and the run's picture show them
+    log_parts: ClassVar[tuple[str, ...]] = ()      # loss parts the training log prints beside loss and ce
 
     def __init__(self, cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__()
@@ -89,6 +94,16 @@ class Recognizer(nn.Module):
 
     def step_inputs(self, step: int) -> dict[str, torch.Tensor]:
         return {}
+
+    @classmethod
+    def stage_one(cls, cfg: RecognizerConfig) -> str | None:
+        """Why the AR reader cannot pretrain this config's encoder first (train/pretrain.py), or None
+        when it can: it trains a ViT encoder, so a config with one (and no other encoder chosen)."""
+        from .encoder import ViTConfig
+
+        if not isinstance(cfg, ViTConfig) or getattr(cfg, "encoder", "vit") != "vit":
+            return f"model.kind={cfg.kind} has no ViT encoder for the AR reader to train"
+        return None
 
     def warm_start(self, log: Callable[[str], None] = print) -> None:
         """Load starting weights named by the config (nothing by default)."""

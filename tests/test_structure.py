@@ -103,3 +103,31 @@ def test_no_function_in_model_or_train_is_over_100_lines():
                     if n > MAX_FUNCTION_LINES:
                         long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({n} lines)")
     assert not long, long
+
+
+def _kind_branches(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines comparing something with a recognizer's or a label's kind by name (`rec.kind == "ar"`,
+    `kind in ("sat", ...)`)."""
+    def strings(node: ast.AST) -> set:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, (ast.Tuple, ast.Set, ast.List)):
+            return set().union(*(strings(e) for e in node.elts)) if node.elts else set()
+        return set()
+
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Compare) and any(strings(s) & names for s in [node.left, *node.comparators])]
+
+
+def test_train_never_asks_which_recognizer_it_holds():
+    """What train/ needs to know about a recognizer is an attribute or a method of it (model/recognizer.py):
+    no comparison with a recognizer's kind or a label kind by name."""
+    from model.registry import RECOGNIZERS
+
+    names = set(RECOGNIZERS) | {"sat", "token"}
+    assert _kind_branches(ast.parse('if rec.kind == "ar": pass\nif x in ("sat", "y"): pass\nif k == "z": pass'),
+                          names) == [1, 2]
+    found = []
+    for path in sorted((REPO / "train").rglob("*.py")):
+        found += [f"{path.relative_to(REPO)}:{n}" for n in _kind_branches(ast.parse(path.read_text()), names)]
+    assert not found, found

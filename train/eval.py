@@ -28,6 +28,7 @@ import torch
 from datasets_prep.names import plain_name
 from datasets_prep.shards import ShardError
 from model import CheckpointError, DecodeSpec, Recognizer, load
+from model.decoding import eval_specs
 from model.repair import is_valid
 from model.shipped import help_line
 from datasets_prep.synth.printed import render_print
@@ -52,16 +53,9 @@ def canonical(latex: str) -> str:
 
 def default_specs(recognizer: Recognizer, Ts=(1, 10, 50), samplers=("remask", "mask-predict"), seeds: int = 3,
                   beams=(1,), valid: bool = True) -> list[DecodeSpec]:
-    """The decoders to score: each sampler the recognizer has at each T (seeded ones over `seeds`), or
-    greedy/beam for the autoregressive family."""
-    if recognizer.label_kind == "token":
-        return [DecodeSpec("greedy" if b <= 1 else "beam", beam=b, valid=valid) for b in beams]
-    specs = []
-    for sampler in samplers:
-        for T in Ts:
-            n = seeds if (sampler.startswith("remask") and T > 1) else 1
-            specs += [DecodeSpec(sampler, T=T, seed=s, valid=valid) for s in range(n)]
-    return specs
+    """The decoders to score (model.decoding.eval_specs): each step sampler at each T (seeded ones over
+    `seeds`) for a recognizer that has them, else greedy and each beam width."""
+    return eval_specs(recognizer.step_samplers, tuple(Ts), tuple(samplers), seeds, tuple(beams), valid)
 
 
 def decode_split(recognizer: Recognizer, dataset: ShardDataset, spec: DecodeSpec, batch_size: int = 32,
@@ -222,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load(args.ckpt, args.device, use_ema=not args.no_ema)
         rec = loaded.recognizer
         samplers = [s for s in args.samplers.split(",") if s]
-        bad = [s for s in samplers if s not in rec.samplers] if rec.label_kind == "sat" else []
+        bad = [s for s in samplers if s not in rec.step_samplers] if rec.step_samplers else []
         if bad:
             ap.error(f"--samplers {','.join(bad)}: {rec.kind} decodes with {', '.join(rec.samplers)}")
         splits = args.splits.split(",") if args.splits else list(loaded.state["train_config"]["eval_splits"])

@@ -13,19 +13,21 @@ import time
 from pathlib import Path
 
 from model import switch_kind
-from model.encoder import ViTConfig
+from model.registry import recognizer_class
 
 from .config import PretrainConfig, TrainConfig
 from .trainer import train
 
 
 def pretrain_applies(cfg: TrainConfig, log=print) -> bool:
-    """Whether `cfg` asks for stage 1 and its recognizer can use it (a ViT encoder not already started
-    from a file); a preset's stage 1 that cannot apply is skipped with a note."""
-    if not (cfg.pretrain.steps or cfg.pretrain.max_minutes) or cfg.model.kind == "ar":
+    """Whether `cfg` asks for stage 1 and its recognizer can use it (Recognizer.stage_one: a ViT
+    encoder not already started from a file); a preset's stage 1 that cannot apply is skipped with a
+    note naming why."""
+    if not (cfg.pretrain.steps or cfg.pretrain.max_minutes):
         return False
-    if not isinstance(cfg.model, ViTConfig) or getattr(cfg.model, "encoder", "vit") != "vit":
-        log(f"[pretrain] skipped: model.kind={cfg.model.kind} has no ViT encoder for the AR reader to train")
+    why_not = recognizer_class(cfg.model.kind).stage_one(cfg.model)
+    if why_not:
+        log(f"[pretrain] skipped: {why_not}")
         return False
     return not cfg.model.encoder_init
 
@@ -33,9 +35,10 @@ def pretrain_applies(cfg: TrainConfig, log=print) -> bool:
 def pretrain_config(cfg: TrainConfig) -> TrainConfig:
     """The AR run that pretrains `cfg`'s encoder: same encoder, data, batch and schedule shape."""
     p = cfg.pretrain
-    if not isinstance(cfg.model, ViTConfig):
-        raise ValueError(f"pretrain trains a ViT encoder with the AR reader; model.kind={cfg.model.kind} has no ViT "
-                         f"encoder (set pretrain.steps=0 pretrain.max_minutes=0)")
+    why_not = recognizer_class(cfg.model.kind).stage_one(cfg.model)
+    if why_not:
+        raise ValueError(f"pretrain trains a ViT encoder with the AR reader; {why_not} "
+                         f"(set pretrain.steps=0 pretrain.max_minutes=0)")
     pre = copy.deepcopy(cfg)
     pre.name, pre.out, pre.data = f"{cfg.name}-pretrain", str(Path(cfg.out) / "pretrain"), p.data or cfg.data
     pre.model = switch_kind(cfg.model, "ar")
@@ -56,6 +59,6 @@ def run_pretrain(cfg: TrainConfig, resume: bool = True, log=print) -> tuple[Path
     t0 = time.time()
     ckpt = train(pre, resume=resume)
     seconds = time.time() - t0
-    who = "GryphOne" if cfg.model.kind == "diffusion" else f"model.kind={cfg.model.kind}"
+    who = recognizer_class(cfg.model.kind).title or f"model.kind={cfg.model.kind}"
     log(f"[pretrain] stage 1 done in {seconds:.0f} s; {who} starts from {ckpt}")
     return ckpt, seconds

@@ -80,7 +80,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     wrote = "eval.json, MODEL_CARD.md" + (", curves.png" if curves else "")
     if curves is None:
         print("[run] note: no curves.png without matplotlib (pip install matplotlib, the plots extra)")
-    if "remask" in rec.samplers:
+    if rec.step_samplers:
         refinement_picture(rec, Path(cfg.data) / cfg.eval_splits[0], max(cfg.eval_T), out / "refinement.png")
         wrote += ", refinement.png"
     print(f"[run] wrote {out}/{wrote}")
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg.data = args.data
     if args.out:
         cfg.out = args.out
-    if cfg.model.kind != "diffusion" and args.out is None:
-        cfg.out += f"-{cfg.model.kind}"
+    if cfg.model.kind != preset(args.config).model.kind and args.out is None:
+        cfg.out += f"-{cfg.model.kind}"  # `--config demo model.kind=ar` writes runs/demo-ar, not over runs/demo
     if args.show_config:
         print(json.dumps(to_dict(cfg), indent=1))
         return 0

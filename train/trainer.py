@@ -400,7 +400,7 @@ class Trainer:
         self.metrics_f.flush()
         if self.scalars is not None:
             self.scalars.add("train", {k: v for k, v in rec.items() if k != "step"}, self.pos.step)
-        extras = "".join(f" {k} {rec[k]:.4f}" for k in ("kl", "reader_ce", "pos_ce") if k in rec)
+        extras = "".join(f" {k} {rec[k]:.4f}" for k in self.model.log_parts if k in rec)
         log(f"step {self.pos.step}{'' if self.by_time else f'/{self.total}'} loss {rec['loss']:.4f} "
             f"ce {rec['ce']:.4f}{extras} lr {lr:.2e} {ips:.1f} img/s" + (f" mfu {rec['mfu']:.1%}" if "mfu" in rec else ""))
 

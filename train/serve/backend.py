@@ -85,7 +85,8 @@ class Backend:
         self.render = loaded.render
         self.source: str = f"the shipped {ship.name}" if ship else str(loaded.path)
         own = ship.sampler if ship and ship.sampler in self._model.samplers else None
-        self.sampler: str = own or ("remask" if "remask" in self._model.samplers else self._model.default_sampler)
+        steps = self._model.step_samplers
+        self.sampler: str = own or (steps[0] if steps else self._model.default_sampler)
         self.beam: int = ship.beam if ship and own == "beam" else 1
 
     @classmethod
@@ -102,7 +103,7 @@ class Backend:
     @property
     def has_steps(self) -> bool:
         """True for GryphOne (T refinement steps); the AR baseline gives one final step."""
-        return "remask" in self._model.samplers
+        return bool(self._model.step_samplers)
 
     def canvas_from_strokes(self, strokes: list[np.ndarray]) -> np.ndarray:
         """Strokes ([n, 2] arrays, y down) -> the model's input, float32 [H, W] with ink = 1, drawn
