@@ -44,6 +44,11 @@ class ARRecognizer(Recognizer):
         self.decoder = ARDecoder(len(labels.vocab.tokens), cfg.max_len, cfg.dec_dim, cfg.dec_depth, cfg.dec_heads,
                                  cfg.enc_dim, cfg.dropout, pos_init=cfg.dec_pos_init)
 
+    def onnx_graphs(self):
+        from .onnx_graphs import cached_token_graphs
+
+        return cached_token_graphs(self)
+
     @classmethod
     def stage_one(cls, cfg) -> str | None:
         return "the AR baseline is the reader itself"

@@ -86,6 +86,12 @@ class GryphOne(Recognizer):
     step_samplers = ("remask", "remask-keep", "mask-predict")
     log_parts = ("kl", "reader_ce")
 
+    def onnx_graphs(self):
+        from .onnx_graphs import MemoryGraph, OnnxGraphs, SATStepGraph, sat_step_examples
+
+        return OnnxGraphs("sat-step", MemoryGraph(self).eval(), SATStepGraph(self.decoder).eval(), ("mem_k", "mem_v"),
+                          sat_step_examples, self.samplers)
+
     def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
         loss = self.cfg.loss
         return mask_draws(tuple(batch["symbols"].shape), 2 if loss.rmml else 1, loss.T, generator, loss.mask_mode,

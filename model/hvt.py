@@ -181,6 +181,12 @@ class HVT(Recognizer):
                           memory.values.device)
         return beam_search(self.decoder, memory, state, self.cfg.max_len, beam)
 
+    def onnx_graphs(self):
+        from .onnx_graphs import HVTMemoryGraph, HVTStepGraph, OnnxGraphs, lstm_step_examples
+
+        return OnnxGraphs("hvt-step", HVTMemoryGraph(self).eval(), HVTStepGraph(self).eval(),
+                          ("mem_values", "mem_keys", "h", "c"), lstm_step_examples, ("greedy",))
+
     def flops_per_image(self, train: bool = True) -> float:
         """Convolutions, patch projection, ViT blocks (with [CLS]) and max_len - 1 decoder steps."""
         cfg = self.cfg

@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 from .load import Loaded
-from .onnx_graphs import decoder_graph, memory_graph
-from .onnx_runtime import ENCODER_OUTPUTS, EXPORT_FORMAT, EXPORTABLE, EXTRA_HINT, GRAPHS, SPEC_FILE
+from .onnx_graphs import MEM_AXES, OnnxGraphs
+from .onnx_runtime import EXPORT_FORMAT, EXTRA_HINT, GRAPHS, SPEC_FILE
 
 OPSET = 17
 
@@ -31,66 +31,21 @@ def _export(module: torch.nn.Module, args: tuple, path: Path, names: tuple[list[
                           dynamic_axes=dynamic, opset_version=OPSET, do_constant_folding=True)
 
 
-def _export_graphs(loaded: Loaded, out: Path) -> str:
-    """encoder.onnx and decoder.onnx; returns the decoder graph's kind."""
+def _export_graphs(loaded: Loaded, out: Path) -> OnnxGraphs:
+    """encoder.onnx and decoder.onnx, from the recognizer's export hook (which refuses a recognizer
+    without one before anything is written)."""
     rec = loaded.recognizer
-    step = decoder_graph(rec)  # refuses the kinds it cannot export before anything is written
-    memory = memory_graph(rec)
+    plan = rec.onnx_graphs()
     images = torch.rand(2, 1, *loaded.render.size)
-    kind = EXPORTABLE[rec.kind]
-    names = ENCODER_OUTPUTS[kind]
+    names = plan.memory_outputs
     with torch.no_grad():
-        mem = dict(zip(names, memory(images)))
+        mem = dict(zip(names, plan.memory(images)))
     out_axes = {name: MEM_AXES if name in ("mem_k", "mem_v") else {0: "batch"} for name in names}
-    _export(memory, (images,), out / GRAPHS["fp32"]["encoder"], (["images"], list(names)),
+    _export(plan.memory, (images,), out / GRAPHS["fp32"]["encoder"], (["images"], list(names)),
             {"images": {0: "batch"}, **out_axes})
-    args, inputs, outputs, axes = _STEP_EXAMPLES[kind](rec, mem)
-    _export(step, args, out / GRAPHS["fp32"]["decoder"], (inputs, outputs), axes)
-    return kind
-
-
-MEM_AXES = {1: "batch", 3: "memory"}
-
-
-def _sat_step(rec, mem: dict) -> tuple:
-    ids = torch.full((2, rec.cfg.max_len), 1, dtype=torch.long)
-    return ((ids, ids.clone(), mem["mem_k"], mem["mem_v"]), ["symbols", "modifiers", "mem_k", "mem_v"],
-            ["sym_logits", "mod_logits"],
-            {"symbols": {0: "batch"}, "modifiers": {0: "batch"}, "mem_k": MEM_AXES, "mem_v": MEM_AXES,
-             "sym_logits": {0: "batch"}, "mod_logits": {0: "batch"}})
-
-
-def _cached_step(rec, mem: dict) -> tuple:
-    """The AR baseline's and PosFormer's step: token, position, the self-attention cache (and
-    PosFormer's coverage and pending maps)."""
-    depth, _, heads, n, head_dim = mem["mem_k"].shape
-    past = torch.zeros(depth, 2, heads, 1, head_dim)
-    cache, grown = {1: "batch", 3: "past"}, {1: "batch", 3: "past_plus_one"}
-    args = [torch.ones(2, 1, dtype=torch.long), torch.tensor([1]), past, past.clone()]
-    inputs, outputs = ["token", "position", "past_k", "past_v"], ["logits", "new_k", "new_v"]
-    axes = {"token": {0: "batch"}, "past_k": cache, "past_v": cache, "logits": {0: "batch"}, "new_k": grown,
-            "new_v": grown}
-    if rec.kind == "posformer":
-        cover = torch.zeros(depth, 2, 2 * heads, n)
-        args += [cover, cover.clone()]
-        inputs += ["coverage", "pending"]
-        outputs += ["new_coverage", "new_pending"]
-        axes.update({k: {1: "batch", 3: "memory"} for k in ("coverage", "pending", "new_coverage", "new_pending")})
-    axes.update({"mem_k": MEM_AXES, "mem_v": MEM_AXES})
-    return tuple(args + [mem["mem_k"], mem["mem_v"]]), inputs + ["mem_k", "mem_v"], outputs, axes
-
-
-def _lstm_step(rec, mem: dict) -> tuple:
-    b, n, d = mem["mem_values"].shape
-    state = (mem["h"], mem["c"], torch.zeros(b, d), torch.zeros(b, n))
-    inputs = ["token", "h", "c", "context", "coverage", "mem_values", "mem_keys"]
-    outputs = ["logits", "new_h", "new_c", "new_context", "new_coverage"]
-    return ((torch.ones(b, 1, dtype=torch.long), *state, mem["mem_values"], mem["mem_keys"]), inputs, outputs,
-            {name: {0: "batch"} for name in inputs + outputs})
-
-
-_STEP_EXAMPLES = {"sat-step": _sat_step, "ar-cached-step": _cached_step, "posformer-step": _cached_step,
-                  "hvt-step": _lstm_step}
+    args, inputs, outputs, axes = plan.examples(rec, mem)
+    _export(plan.step, args, out / GRAPHS["fp32"]["decoder"], (inputs, outputs), axes)
+    return plan
 
 
 def quantize_int8(out: Path) -> None:
@@ -107,19 +62,21 @@ def quantize_int8(out: Path) -> None:
 
 def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: bool = True) -> Path:
     """Export `loaded` (model.load) into folder `out`; returns the spec file's path. ValueError for a
-    recognizer kind that cannot be exported yet."""
+    recognizer without an export hook (Recognizer.onnx_graphs)."""
     rec = loaded.recognizer
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    decoder_kind = _export_graphs(loaded, out)
+    plan = _export_graphs(loaded, out)
     if int8:
         quantize_int8(out)
     spec = {
-        "format": EXPORT_FORMAT, "kind": rec.kind, "decoder_graph": decoder_kind,
+        "format": EXPORT_FORMAT, "kind": rec.kind, "decoder_graph": plan.graph,
+        "memory_outputs": list(plan.memory_outputs),
         "model_config": asdict(rec.cfg), "render": loaded.render.to_dict(), "labels": loaded.labels.to_dict(),
         "train_config": loaded.state.get("train_config", {}), "step": loaded.step, "weights": "ema" if (used_ema and loaded.state.get("ema")) or loaded.state.get("weights") == "ema" else "raw",
-        "samplers": {"available": list(exported_samplers(rec.kind)), "default": rec.default_sampler, "T": 10, "seed": 0,
-                     "steps": [s for s in exported_samplers(rec.kind) if s in rec.step_samplers]},
+        "samplers": {"available": list(plan.samplers), "T": 10, "seed": 0,
+                     "default": rec.default_sampler if rec.default_sampler in plan.samplers else plan.samplers[0],
+                     "steps": [s for s in plan.samplers if s in rec.step_samplers]},
         "graphs": {p: g for p, g in GRAPHS.items() if p == "fp32" or int8},
         "precision": "int8" if int8 else "fp32", "opset": OPSET, "torch": str(torch.__version__),
     }
@@ -178,9 +135,3 @@ Or from the command line, with gryphone installed: `gryphone recognize --ckpt TH
 The fp32 graphs decode exactly what the checkpoint decodes; int8 graphs, where present, are read only
 when asked for (`read_export(folder, precision="int8")`).
 """
-
-
-def exported_samplers(kind: str) -> tuple[str, ...]:
-    """What the NumPy loops decode with: every GryphOne sampler; greedy for the token recognizers (no
-    beam search yet)."""
-    return ("remask", "remask-keep", "mask-predict") if kind == "diffusion" else ("greedy",)

@@ -18,6 +18,9 @@ step or per token). So the export is two graphs, and the loop between them runs 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import torch
 import torch.nn as nn
 
@@ -128,20 +131,63 @@ class HVTStepGraph(nn.Module):
         return (logits, *state)
 
 
-def memory_graph(recognizer: Recognizer) -> nn.Module:
-    """The encoder half: images -> what every decoder step reads (and HVT's initial LSTM state)."""
-    if recognizer.kind == "posformer":
-        return PosFormerMemoryGraph(recognizer).eval()
-    if recognizer.kind == "hvt":
-        return HVTMemoryGraph(recognizer).eval()
-    return MemoryGraph(recognizer).eval()
+MEM_AXES = {1: "batch", 3: "memory"}
+Examples = Callable[[Recognizer, dict], tuple]
 
 
-def decoder_graph(recognizer: Recognizer) -> nn.Module:
-    """The step graph of an exportable recognizer; ValueError (one line) for the others."""
-    graphs = {"diffusion": lambda r: SATStepGraph(r.decoder), "ar": lambda r: ARStepGraph(r.decoder),
-              "posformer": PosFormerStepGraph, "hvt": HVTStepGraph}
-    if recognizer.kind not in graphs:
-        raise ValueError(f"ONNX export supports model.kind {', '.join(graphs)}; {recognizer.kind} is not exportable")
-    return graphs[recognizer.kind](recognizer).eval()
+@dataclass
+class OnnxGraphs:
+    """What a recognizer's export hook (`Recognizer.onnx_graphs`) gives model/onnx_export.py: its two
+    graphs and how to trace them, and how model/onnx_runtime.py decodes them (`graph` names the NumPy
+    loop, which is shared by every recognizer whose step has that form)."""
 
+    graph: str                        # "sat-step" | "ar-cached-step" | "posformer-step" | "hvt-step"
+    memory: nn.Module                 # images -> memory_outputs (once per image)
+    step: nn.Module                   # one refinement step or one token
+    memory_outputs: tuple[str, ...]
+    examples: Examples                # (recognizer, memory outputs) -> (args, input names, output names, axes)
+    samplers: tuple[str, ...]         # what the NumPy loops decode it with
+
+
+def sat_step_examples(rec: Recognizer, mem: dict) -> tuple:
+    ids = torch.full((2, rec.cfg.max_len), 1, dtype=torch.long)
+    return ((ids, ids.clone(), mem["mem_k"], mem["mem_v"]), ["symbols", "modifiers", "mem_k", "mem_v"],
+            ["sym_logits", "mod_logits"],
+            {"symbols": {0: "batch"}, "modifiers": {0: "batch"}, "mem_k": MEM_AXES, "mem_v": MEM_AXES,
+             "sym_logits": {0: "batch"}, "mod_logits": {0: "batch"}})
+
+
+def cached_step_examples(rec: Recognizer, mem: dict, coverage: bool = False) -> tuple:
+    """A cached token step's inputs: token, position, the self-attention cache (and with `coverage`,
+    PosFormer's coverage and pending maps)."""
+    depth, _, heads, n, head_dim = mem["mem_k"].shape
+    past = torch.zeros(depth, 2, heads, 1, head_dim)
+    cache, grown = {1: "batch", 3: "past"}, {1: "batch", 3: "past_plus_one"}
+    args = [torch.ones(2, 1, dtype=torch.long), torch.tensor([1]), past, past.clone()]
+    inputs, outputs = ["token", "position", "past_k", "past_v"], ["logits", "new_k", "new_v"]
+    axes = {"token": {0: "batch"}, "past_k": cache, "past_v": cache, "logits": {0: "batch"}, "new_k": grown,
+            "new_v": grown}
+    if coverage:
+        cover = torch.zeros(depth, 2, 2 * heads, n)
+        args += [cover, cover.clone()]
+        inputs += ["coverage", "pending"]
+        outputs += ["new_coverage", "new_pending"]
+        axes.update({k: {1: "batch", 3: "memory"} for k in ("coverage", "pending", "new_coverage", "new_pending")})
+    axes.update({"mem_k": MEM_AXES, "mem_v": MEM_AXES})
+    return tuple(args + [mem["mem_k"], mem["mem_v"]]), inputs + ["mem_k", "mem_v"], outputs, axes
+
+
+def lstm_step_examples(rec: Recognizer, mem: dict) -> tuple:
+    b, n, d = mem["mem_values"].shape
+    state = (mem["h"], mem["c"], torch.zeros(b, d), torch.zeros(b, n))
+    inputs = ["token", "h", "c", "context", "coverage", "mem_values", "mem_keys"]
+    outputs = ["logits", "new_h", "new_c", "new_context", "new_coverage"]
+    return ((torch.ones(b, 1, dtype=torch.long), *state, mem["mem_values"], mem["mem_keys"]), inputs, outputs,
+            {name: {0: "batch"} for name in inputs + outputs})
+
+
+def cached_token_graphs(rec: Recognizer) -> OnnxGraphs:
+    """A ViT-style encoder (`rec.encoder`) and an ARDecoder (`rec.decoder`): the AR baseline's export,
+    and any recognizer built from the same two parts."""
+    return OnnxGraphs("ar-cached-step", MemoryGraph(rec).eval(), ARStepGraph(rec.decoder).eval(), ("mem_k", "mem_v"),
+                      cached_step_examples, ("greedy",))

@@ -29,7 +29,6 @@ EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
 GRAPHS = {"fp32": {"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
           "int8": {"encoder": "encoder.int8.onnx", "decoder": "decoder.int8.onnx"}}
-EXPORTABLE = {"diffusion": "sat-step", "ar": "ar-cached-step", "posformer": "posformer-step", "hvt": "hvt-step"}
 ENCODER_OUTPUTS = {"sat-step": ("mem_k", "mem_v"), "ar-cached-step": ("mem_k", "mem_v"),
                    "posformer-step": ("mem_k", "mem_v"), "hvt-step": ("mem_values", "mem_keys", "h", "c")}
 STEP_STATE = {"ar-cached-step": ("past_k", "past_v"), "posformer-step": ("past_k", "past_v", "coverage", "pending"),
@@ -56,6 +55,7 @@ class ExportedRecognizer:
         self.precision = spec["precision"]
         self.encoder, self.decoder = sessions
         self.graph = spec["decoder_graph"]
+        self.memory_outputs = tuple(spec.get("memory_outputs", ENCODER_OUTPUTS[self.graph]))
         self.decoder_inputs = {i.name for i in self.decoder.get_inputs()}
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
@@ -69,7 +69,7 @@ class ExportedRecognizer:
         check_decode_spec(f"{self.kind} (ONNX export)", self.samplers, spec)
 
     def memory(self, images: np.ndarray) -> dict[str, np.ndarray]:
-        return dict(zip(ENCODER_OUTPUTS[self.graph], self.encoder.run(None, {"images": images})))
+        return dict(zip(self.memory_outputs, self.encoder.run(None, {"images": images})))
 
     def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
                   stats: Counter | None = None, confidences: list | None = None) -> list[str]:
@@ -144,8 +144,8 @@ def _config(model_config: object) -> SimpleNamespace:
     need torch): decoding uses its kind and label window; both are checked."""
     if not isinstance(model_config, dict) or not all(isinstance(k, str) for k in model_config):
         raise ValueError("model_config must be an object")
-    if model_config.get("kind") not in EXPORTABLE:
-        raise ValueError(f"model_config kind {model_config.get('kind')!r} is not one of {', '.join(EXPORTABLE)}")
+    if not isinstance(model_config.get("kind"), str) or not model_config["kind"]:
+        raise ValueError(f"model_config kind {model_config.get('kind')!r} is not a recognizer's name")
     max_len = model_config.get("max_len")
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= 100_000:
         raise ValueError(f"model_config max_len {max_len!r} is not a window length")
@@ -163,8 +163,12 @@ def _read_spec(path: Path) -> tuple[dict, SimpleNamespace, RenderSpec, LabelSpec
         found = spec.get("format") if isinstance(spec, dict) else type(spec).__name__
         raise CheckpointError(f"{path}: not a gryphone ONNX export (format {found!r}, expected {EXPORT_FORMAT!r})")
     try:
-        if EXPORTABLE.get(spec["kind"]) != spec["decoder_graph"]:
-            raise ValueError(f"kind {spec['kind']!r} with decoder graph {spec['decoder_graph']!r}")
+        if spec["decoder_graph"] not in ENCODER_OUTPUTS:
+            raise ValueError(f"decoder graph {spec['decoder_graph']!r} is not one of {', '.join(ENCODER_OUTPUTS)}")
+        expected = list(ENCODER_OUTPUTS[spec["decoder_graph"]])
+        if spec.get("memory_outputs", expected) != expected:  # exports before this key: the loop's own
+            raise ValueError(f"memory outputs {spec.get('memory_outputs')!r} are not what a "
+                             f"{spec['decoder_graph']} loop reads ({', '.join(expected)})")
         cfg = _config(spec["model_config"])
         render, labels = RenderSpec.from_dict(spec["render"]), LabelSpec.from_dict(spec["labels"])
         samplers = spec["samplers"]

@@ -206,6 +206,14 @@ class PosFormer(Recognizer):
         forest = (dec + (mem_kv if cfg.forest_decoder == "separate" else 0)) if self.forest is not None else 0
         return 3 * (enc + passes * (dec + mem_kv + forest))
 
+    def onnx_graphs(self):
+        from functools import partial
+
+        from .onnx_graphs import OnnxGraphs, PosFormerMemoryGraph, PosFormerStepGraph, cached_step_examples
+
+        return OnnxGraphs("posformer-step", PosFormerMemoryGraph(self).eval(), PosFormerStepGraph(self).eval(),
+                          ("mem_k", "mem_v"), partial(cached_step_examples, coverage=True), ("greedy",))
+
     # --- decoding -------------------------------------------------------------------------------
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:

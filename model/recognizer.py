@@ -95,6 +95,11 @@ class Recognizer(nn.Module):
     def step_inputs(self, step: int) -> dict[str, torch.Tensor]:
         return {}
 
+    def onnx_graphs(self):
+        """The export hook: an `onnx_graphs.OnnxGraphs` (the graphs, how to trace them, how the NumPy
+        loops decode them). ValueError for a recognizer without one."""
+        raise ValueError(f"model.kind {self.kind} has no ONNX export (Recognizer.onnx_graphs)")
+
     @classmethod
     def stage_one(cls, cfg: RecognizerConfig) -> str | None:
         """Why the AR reader cannot pretrain this config's encoder first (train/pretrain.py), or None
