@@ -28,7 +28,7 @@ from datasets_prep.render import parse_size  # noqa: E402
 from datasets_prep.render_spec import RenderSpec  # noqa: E402
 from datasets_prep.shards import load_split  # noqa: E402
 from model import DecodeSpec, GryphOne, Recognizer, build, load, switch_kind  # noqa: E402
-from model.autoregressive import BOS  # noqa: E402
+from model.ar.decoder import BOS  # noqa: E402
 from tokenizer.label_spec import LabelSpec  # noqa: E402
 from tokenizer.vocab import EMPTY_MODIFIER, SATVocab, TokenVocab  # noqa: E402
 from train.config import preset  # noqa: E402

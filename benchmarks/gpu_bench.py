@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 from datasets_prep.render_spec import RenderSpec  # noqa: E402
 from model import DecodeSpec, GryphOne, Recognizer, build, count_params  # noqa: E402
 from model.registry import recognizer_class  # noqa: E402
-from model.token_forest import IGNORE, RELATIONS  # noqa: E402
+from model.posformer.token_forest import IGNORE, RELATIONS  # noqa: E402
 from tokenizer.label_spec import LabelSpec  # noqa: E402
 from tokenizer.vocab import SATVocab, TokenVocab  # noqa: E402
 from train.config import TrainConfig, preset  # noqa: E402

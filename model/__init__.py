@@ -17,10 +17,10 @@ from .load import Loaded, load
 from .shipped import ShippedWeightsError, shipped_names
 
 _WHERE = {
-    "ARConfig": "ar_baseline", "ARRecognizer": "ar_baseline",
+    "ARConfig": "ar", "ARRecognizer": "ar",
     "load_checkpoint": "checkpoint", "read_specs": "checkpoint", "save_checkpoint": "checkpoint",
-    "LossConfig": "diffusion", "SATDecoder": "diffusion", "diffusion_loss": "diffusion", "mask_view": "diffusion",
-    "sample_mask_predict": "diffusion", "sample_remask": "diffusion",
+    "LossConfig": "gryphone.diffusion", "SATDecoder": "gryphone.diffusion", "diffusion_loss": "gryphone.diffusion",
+    "mask_view": "gryphone.diffusion", "sample_mask_predict": "gryphone.diffusion", "sample_remask": "gryphone.diffusion",
     "DecodeSpec": "decoding",
     "ViTConfig": "encoder", "ViTEncoder": "encoder",
     "EncoderInitError": "encoder_init", "init_encoder": "encoder_init", "load_vit_checkpoint": "encoder_init",

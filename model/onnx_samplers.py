@@ -1,6 +1,6 @@
 """GryphOne's samplers and the token recognizers' greedy loop in NumPy, around one decoder-step function.
 
-They mirror model/diffusion.py and the recognizers' greedy searches step for step, so an exported model
+They mirror model/gryphone/diffusion.py and the recognizers' greedy searches step for step, so an exported model
 decodes what the PyTorch one does: the same argmax, PAD truncation and re-mask rules, and for the
 random re-mask sampler the same positions (diffusion.remask_noise: NumPy's PCG64 from the seed alone,
 the same row for every sample).

@@ -7,18 +7,18 @@ import dataclasses
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .ar_baseline import ARRecognizer
+from .ar.recognizer import ARRecognizer
 from .errors import RecognizerConfigError
-from .gryphone import GryphOne
-from .hvt import HVT
-from .posformer import PosFormer
+from .gryphone.recognizer import GryphOne
+from .hvt.recognizer import HVT
+from .posformer.recognizer import PosFormer
 from .recognizer import Recognizer, RecognizerConfig
 
 RECOGNIZERS: dict[str, type[Recognizer]] = {
-    "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone.py)
-    "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar_baseline.py)
-    "posformer": PosFormer,      # PosFormer: DenseNet or ViT + coverage-corrected decoder (model/posformer.py)
-    "hvt": HVT,                  # ResNet + ViT encoder, coverage-attention LSTM decoder (model/hvt.py)
+    "diffusion": GryphOne,       # GryphOne: ViT + SAT masked diffusion (model/gryphone/recognizer.py)
+    "ar": ARRecognizer,          # the AR baseline on the same encoder (model/ar/recognizer.py)
+    "posformer": PosFormer,      # PosFormer: DenseNet or ViT + coverage-corrected decoder (model/posformer/recognizer.py)
+    "hvt": HVT,                  # ResNet + ViT encoder, coverage-attention LSTM decoder (model/hvt/recognizer.py)
 }
 
 POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")

@@ -1,4 +1,4 @@
-"""The random re-mask sampler's draws, in one place for PyTorch (model/diffusion.py) and ONNX Runtime
+"""The random re-mask sampler's draws, in one place for PyTorch (model/gryphone/diffusion.py) and ONNX Runtime
 (model/onnx_samplers.py); NumPy only, so an exported model decodes without torch."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Compiled training and decoding agree with the eager paths (train/compiled.py), and the step's random
-numbers drawn before the step give the very masks the loss once drew itself (model.diffusion.mask_draws)."""
+numbers drawn before the step give the very masks the loss once drew itself (model.gryphone.diffusion.mask_draws)."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +7,7 @@ import torch
 
 from builders import tiny_model
 from model import DecodeSpec
-from model.diffusion import apply_mask, mask_draws, mask_view
+from model.gryphone.diffusion import apply_mask, mask_draws, mask_view
 from test_train import _losses, micro_cfg, micro_data  # noqa: F401  (the fixture)
 
 

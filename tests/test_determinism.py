@@ -38,8 +38,8 @@ def test_the_draws_are_the_seeds_alone():
 
 
 def test_the_numpy_sampler_draws_what_pytorch_draws():
-    """The exported model's loop re-masks the same positions as model/diffusion.py at any batch size."""
-    from model.diffusion import SATDecoder, sample_remask
+    """The exported model's loop re-masks the same positions as model/gryphone/diffusion.py at any batch size."""
+    from model.gryphone.diffusion import SATDecoder, sample_remask
 
     torch.manual_seed(0)
     dec = SATDecoder(20, 7, 12, 32, 2, 2, 32).eval()

@@ -1,4 +1,4 @@
-"""HVT (model/hvt.py): positions, coverage, the [CLS] initial state, decoding, shapes, checkpoints and
+"""HVT (model/hvt/recognizer.py): positions, coverage, the [CLS] initial state, decoding, shapes, checkpoints and
 an overfit check that the decoder reads the image. Tiny models only: the whole file runs in seconds."""
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from torch.utils.flop_counter import FlopCounterMode
 import model
 from datasets_prep.render_spec import RenderSpec
 from model.checkpoint import save_checkpoint
-from model.coverage_decoder import EOS, PAD, beam_search, coverage_penalty, lstm_step
+from model.hvt.decoder import EOS, PAD, beam_search, coverage_penalty, lstm_step
 from model.search import greedy
 from model.errors import RecognizerConfigError
-from model.hvt import HVT, HVTConfig, position_encoding
+from model.hvt.recognizer import HVT, HVTConfig, position_encoding
 from model.layers import sincos_1d
 from model.recognizer import DecodeSpec
 from model.registry import config_from_dict

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from builders import sat_labels, tiny_cfg, tiny_model
 from datasets_prep.render_spec import RenderSpec
 from model import DecodeSpec, GryphOneConfig, LossConfig, build, load_vit_checkpoint
-from model.autoregressive import BOS, EOS
-from model.diffusion import MASK, PAD, SATDecoder, _kl_per_position, diffusion_loss, mask_view, sample_mask_predict, sample_remask
+from model.ar.decoder import BOS, EOS
+from model.gryphone.diffusion import MASK, PAD, SATDecoder, _kl_per_position, diffusion_loss, mask_view, sample_mask_predict, sample_remask
 from model.encoder import ViTEncoder
 from model.sampler_noise import remask_noise
 
@@ -325,7 +325,7 @@ def test_keep_visible_sampler_changes_only_positions_it_masked():
 
 
 def test_reader_loss_scores_the_label_and_its_end_only():
-    from model.aux_reader import SATCausalReader, reader_loss
+    from model.gryphone.aux_reader import SATCausalReader, reader_loss
 
     torch.manual_seed(0)
     reader = SATCausalReader(20, 7, 8, 32, 1, 2, 32)

@@ -10,15 +10,15 @@ import torch
 
 import model
 from datasets_prep.render_spec import RenderSpec
-from model.arm import exclusive_coverage
+from model.posformer.arm import exclusive_coverage
 from model.checkpoint import save_checkpoint
-from model.densenet import DenseNetEncoder
-from model.posformer import PosFormer, PosFormerConfig, structure_ids
-from model.posformer_decoder import StepState
-from model.posformer_search import BOS, EOS, PAD, beam_one, coverage_step, reverse_ids, reverse_like
+from model.posformer.densenet import DenseNetEncoder
+from model.posformer.recognizer import PosFormer, PosFormerConfig, structure_ids
+from model.posformer.decoder import StepState
+from model.posformer.search import BOS, EOS, PAD, beam_one, coverage_step, reverse_ids, reverse_like
 from model.search import greedy
 from model.recognizer import DecodeSpec
-from model.token_forest import IGNORE, is_structure_token, token_forest, token_paths
+from model.posformer.token_forest import IGNORE, is_structure_token, token_forest, token_paths
 from tokenizer import tokenize
 from tokenizer.label_spec import LabelSpec
 

@@ -8,7 +8,7 @@ import torch
 
 from builders import tiny_model, token_labels
 from model import DecodeSpec
-from model.autoregressive import cached_step, static_step
+from model.ar.decoder import cached_step, static_step
 from model.search import BOS, EOS, PAD, greedy
 
 B, MAX_LEN = 6, 12

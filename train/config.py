@@ -21,8 +21,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from model import GryphOneConfig, LossConfig, RecognizerConfig
-from model.hvt import HVT_PAPER, HVTConfig
-from model.posformer import PosFormerConfig
+from model.hvt.recognizer import HVT_PAPER, HVTConfig
+from model.posformer.recognizer import PosFormerConfig
 from model.registry import config_from_dict, config_keys, recognizer_class, switch_kind
 
 from .augment import AugmentConfig
@@ -208,7 +208,7 @@ def _posformer_paper() -> TrainConfig:
 
 
 def _hvt_paper() -> TrainConfig:
-    """HVT at the sizes chosen for the paper's description (model.hvt.HVT_PAPER: a 32-layer ResNet, 6 ViT
+    """HVT at the sizes chosen for the paper's description (model.hvt.recognizer.HVT_PAPER: a 32-layer ResNet, 6 ViT
     blocks, [CLS] initial state, coverage attention) on printed formulas (IM2LATEX-100K shards); the
     paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
     m = HVTConfig(max_len=200, **HVT_PAPER)

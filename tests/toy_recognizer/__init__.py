@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from model.autoregressive import ARDecoder, ar_loss, cached_step, token_probs
-from model.onnx_graphs import OnnxGraphs, cached_token_graphs
+from model.ar.decoder import ARDecoder, ar_loss, cached_step, token_probs
+from model.ar.onnx import cached_token_graphs
+from model.onnx_graphs import OnnxGraphs
 from model.recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from model.search import greedy
 

@@ -1,8 +1,8 @@
 """GryphOne: a ViT encoder and a SAT masked-diffusion decoder with random-masking mutual learning.
 
 The decoder predicts every (symbol, modifier) position of the label at once and refines its guess
-over T steps (model/diffusion.py); an optional left-to-right reader on the same encoder is a
-training-only auxiliary loss that teaches the encoder glyphs (model/aux_reader.py) and never runs
+over T steps (model/gryphone/diffusion.py); an optional left-to-right reader on the same encoder is a
+training-only auxiliary loss that teaches the encoder glyphs (model/gryphone/aux_reader.py) and never runs
 at inference. `decoder_init` starts the decoder from a trained AR baseline's (model/warm_start.py).
 """
 from __future__ import annotations
@@ -21,12 +21,12 @@ from tokenizer.vocab import SATVocab
 from .aux_reader import SATCausalReader, reader_loss
 from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, mask_draws, sample_mask_predict, \
     sample_remask
-from .encoder import ViTConfig, build_vit, vit_flops
+from ..encoder import ViTConfig, build_vit, vit_flops
 from .forest_targets import forest_targets
-from .layers import decoder_flops
-from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from .decoding import finish_sat
-from .warm_start import decoder_from_ar, encoder_from_file
+from ..layers import decoder_flops
+from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from ..decoding import finish_sat
+from ..warm_start import decoder_from_ar, encoder_from_file
 
 
 @dataclass
@@ -87,7 +87,8 @@ class GryphOne(Recognizer):
     log_parts = ("kl", "reader_ce")
 
     def onnx_graphs(self):
-        from .onnx_graphs import MemoryGraph, OnnxGraphs, SATStepGraph, sat_step_examples
+        from ..onnx_graphs import MemoryGraph, OnnxGraphs, sat_step_examples
+        from .onnx import SATStepGraph
 
         return OnnxGraphs("sat-step", MemoryGraph(self).eval(), SATStepGraph(self.decoder).eval(), ("mem_k", "mem_v"),
                           sat_step_examples, self.samplers)

@@ -1,14 +1,14 @@
 """PosFormer (Guan et al., ECCV 2024): an encoder-decoder over LaTeX tokens, trained jointly on position-
 forest recognition, with implicit attention correction (IAC) in the decoder.
 
-- Encoder: CoMER's DenseNet-B (`encoder="densenet"`, model/densenet.py) or the project's ViT
+- Encoder: CoMER's DenseNet-B (`encoder="densenet"`, model/posformer/densenet.py) or the project's ViT
   (`encoder="vit"`, the ViTConfig fields) so every recognizer can be compared on one encoder; the
   memory is [B, N, dec_dim].
 - Decoder: post-norm transformer layers whose cross-attention is corrected by the coverage of earlier
-  steps (model/arm.py): `attn_correction="arm"` is CoMER's refinement, "iac" PosFormer's (structure
+  steps (model/posformer/arm.py): `attn_correction="arm"` is CoMER's refinement, "iac" PosFormer's (structure
   tokens add nothing to the coverage), "none" a plain decoder.
 - Position forest (training only, `forest_weight` > 0): every token's path over {M, L, R}
-  (model/token_forest.py) gives a nesting level (capped at `forest_levels` - 1) and a relation (its
+  (model/posformer/token_forest.py) gives a nesting level (capped at `forest_levels` - 1) and a relation (its
   last step). As in the official code, the position branch is a second decoder pass whose input is
   the position identifiers (one-hot steps -> Linear -> GELU -> LayerNorm, plus the same 1D positions)
   instead of the tokens; from step t it predicts the level and relation of token t + 1 with two small
@@ -34,16 +34,16 @@ from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import TokenVocab
 
 from .densenet import DenseNetEncoder, densenet_flops
-from .encoder import ViTConfig, build_vit, vit_flops
-from .errors import RecognizerConfigError
-from .layers import decoder_flops, sincos_1d
-from .posformer_decoder import CoverageDecoder, TokenDecoder
-from .posformer_search import (PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like,
+from ..encoder import ViTConfig, build_vit, vit_flops
+from ..errors import RecognizerConfigError
+from ..layers import decoder_flops, sincos_1d
+from .decoder import CoverageDecoder, TokenDecoder
+from .search import (PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like,
                                token_probs)
-from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from .search import greedy
+from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from ..search import greedy
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
-from .warm_start import encoder_from_file
+from ..warm_start import encoder_from_file
 
 CORRECTIONS = ("iac", "arm", "none")
 
@@ -209,7 +209,8 @@ class PosFormer(Recognizer):
     def onnx_graphs(self):
         from functools import partial
 
-        from .onnx_graphs import OnnxGraphs, PosFormerMemoryGraph, PosFormerStepGraph, cached_step_examples
+        from ..onnx_graphs import OnnxGraphs, cached_step_examples
+        from .onnx import PosFormerMemoryGraph, PosFormerStepGraph
 
         return OnnxGraphs("posformer-step", PosFormerMemoryGraph(self).eval(), PosFormerStepGraph(self).eval(),
                           ("mem_k", "mem_v"), partial(cached_step_examples, coverage=True), ("greedy",))

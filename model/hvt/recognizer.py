@@ -1,10 +1,10 @@
 """HVT: a hybrid vision transformer encoder and an LSTM decoder with coverage attention (Le et al.,
 "A Hybrid Vision Transformer Approach for Mathematical Expression Recognition").
 
-The encoder is a ResNet (model/resnet.py) whose feature map is read as 1x1 patches, projected to
+The encoder is a ResNet (model/hvt/resnet.py) whose feature map is read as 1x1 patches, projected to
 enc_dim, given fixed 2D sin-cos positions (half the width for the row, half for the column), prefixed
 with a learned [CLS] token and passed through pre-norm ViT blocks: convolutions see strokes, the
-transformer relates symbols across the whole expression. The decoder (model/coverage_decoder.py)
+transformer relates symbols across the whole expression. The decoder (model/hvt/decoder.py)
 starts from an MLP of the [CLS] output and attends over the patch outputs with coverage.
 Ablations: `pos_2d` (1D positions over the flattened grid), `cls_init` (start from the mean patch
 output instead), `coverage` (plain additive attention), and the backbone's size.
@@ -19,11 +19,11 @@ import torch.nn as nn
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .coverage_decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
-from .search import greedy
-from .errors import RecognizerConfigError
-from .layers import EncoderBlock, sincos_1d, sincos_2d
-from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from .decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
+from ..search import greedy
+from ..errors import RecognizerConfigError
+from ..layers import EncoderBlock, sincos_1d, sincos_2d
+from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from .resnet import ResNet, Stride
 
 HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
@@ -52,7 +52,7 @@ class HVTConfig(RecognizerConfig):
     attn_dim: int = 128
     cov_kernel: int = 5                 # coverage convolution, cov_kernel x cov_kernel over the grid
     cov_channels: int = 32
-    cov_penalty: float = 0.0            # weight of the re-attention penalty (coverage_decoder.coverage_penalty)
+    cov_penalty: float = 0.0            # weight of the re-attention penalty (hvt/decoder.py, coverage_penalty)
 
     def __post_init__(self) -> None:
         """Stored configs come back as lists (JSON, checkpoints): keep tuples so configs compare equal.
@@ -182,7 +182,8 @@ class HVT(Recognizer):
         return beam_search(self.decoder, memory, state, self.cfg.max_len, beam)
 
     def onnx_graphs(self):
-        from .onnx_graphs import HVTMemoryGraph, HVTStepGraph, OnnxGraphs, lstm_step_examples
+        from ..onnx_graphs import OnnxGraphs, lstm_step_examples
+        from .onnx import HVTMemoryGraph, HVTStepGraph
 
         return OnnxGraphs("hvt-step", HVTMemoryGraph(self).eval(), HVTStepGraph(self).eval(),
                           ("mem_values", "mem_keys", "h", "c"), lstm_step_examples, ("greedy",))

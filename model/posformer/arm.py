@@ -8,7 +8,7 @@ attention and A_s this layer's unrefined one (2 * heads maps over the memory gri
 conv (2 * heads -> `channels`), ReLU, a 1x1 conv back to one map per head and a BatchNorm. Step t's own
 attention never enters its coverage (an exclusive prefix sum), so an incremental decoder can carry
 C_t as a running sum. IAC multiplies step s's maps by 0 when the token emitted at step s is a
-structure token (model/token_forest.py: `^ _ { }`, spacing, layout, style commands): they have no
+structure token (model/posformer/token_forest.py: `^ _ { }`, spacing, layout, style commands): they have no
 region in the image, so they must not mark any region as covered. (The official PosFormer code keys
 the mask on the step's input token, i.e. one step later; we key it on the token the step's attention
 was used to emit, which is what the paper describes.)

@@ -1,9 +1,9 @@
 """PosFormer's decoder: CoMER-style post-norm transformer layers whose cross-attention is refined by the
-coverage of earlier steps (model/arm.py), run teacher-forced for training or one step at a time with a
+coverage of earlier steps (model/posformer/arm.py), run teacher-forced for training or one step at a time with a
 key/value cache and a running coverage for greedy and beam search.
 
 One stack serves two inputs: token embeddings (the recognizer) and, in training only, position-
-identifier embeddings (the position-forest branch, model/posformer.py).
+identifier embeddings (the position-forest branch, model/posformer/recognizer.py).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .arm import AttentionRefinement, CoverageCrossAttention, Refine, exclusive_coverage
-from .layers import Attention, sincos_1d
+from ..layers import Attention, sincos_1d
 
 
 class CoverageDecoderLayer(nn.Module):

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import SATVocab
 
-from .layers import DecoderBlock, position_table
+from ..layers import DecoderBlock, position_table
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK  # MASK doubles as the start token
 

@@ -11,12 +11,12 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .autoregressive import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
-from .search import greedy
-from .encoder import ViTConfig, build_vit, vit_flops
-from .layers import decoder_flops
-from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from .warm_start import encoder_from_file
+from .decoder import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
+from ..search import greedy
+from ..encoder import ViTConfig, build_vit, vit_flops
+from ..layers import decoder_flops
+from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from ..warm_start import encoder_from_file
 
 
 @dataclass
@@ -45,7 +45,7 @@ class ARRecognizer(Recognizer):
                                  cfg.enc_dim, cfg.dropout, pos_init=cfg.dec_pos_init)
 
     def onnx_graphs(self):
-        from .onnx_graphs import cached_token_graphs
+        from .onnx import cached_token_graphs
 
         return cached_token_graphs(self)
 

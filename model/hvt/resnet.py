@@ -1,7 +1,7 @@
 """A ResNet backbone for expression images: a two-convolution stem and stages of basic blocks, each
 stage with its own (row, column) stride, so a wide canvas can keep more columns than rows.
 
-HVT (model/hvt.py) reads its feature map as 1x1 patches. Stride, channels and depth are per stage,
+HVT (model/hvt/recognizer.py) reads its feature map as 1x1 patches. Stride, channels and depth are per stage,
 so one class covers the CPU-sized default and the 32-layer paper-like setting (docs/model.md).
 """
 from __future__ import annotations

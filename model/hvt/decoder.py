@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from .search import Step
+from ..search import Step
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import SATVocab
 
-from .layers import DecoderBlock, OfficialDecoderBlock, position_table, sincos_1d
-from .sampler_noise import remask_noise
+from ..layers import DecoderBlock, OfficialDecoderBlock, position_table, sincos_1d
+from ..sampler_noise import remask_noise
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK  # the same ids in the symbol and the modifier vocabulary
 

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from .layers import DecoderBlock, position_table
-from .search import Step
+from ..layers import DecoderBlock, position_table
+from ..search import Step
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
