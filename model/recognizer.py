@@ -101,6 +101,12 @@ class Recognizer(nn.Module):
         raise ValueError(f"model.kind {self.kind} has no ONNX export (Recognizer.onnx_graphs)")
 
     @classmethod
+    def inert_keys(cls, cfg: RecognizerConfig) -> dict[str, str]:
+        """Config keys that do nothing with `cfg`'s other settings -> why (setting one is an error,
+        train.config.apply_overrides). None by default."""
+        return {}
+
+    @classmethod
     def stage_one(cls, cfg: RecognizerConfig) -> str | None:
         """Why the AR reader cannot pretrain this config's encoder first (train/pretrain.py), or None
         when it can: it trains a ViT encoder, so a config with one (and no other encoder chosen)."""

@@ -61,7 +61,8 @@ def _dataclass_from_dict(cls: type, d: dict, where: str):
 
 def switch_kind(cfg: RecognizerConfig, kind: str) -> RecognizerConfig:
     """A config of another kind that keeps every setting the two kinds share (encoder, widths, window),
-    so `--config demo model.kind=ar` is the AR baseline on the demo's encoder. The window counts SAT
+    so `--config demo model.kind=ar` is the AR baseline on the demo's encoder (and PosFormer, which has
+    two encoders, takes the ViT whose settings carry over: the demo's measured PosFormer). The window counts SAT
     positions for GryphOne and LaTeX tokens (with BOS/EOS) for the others, about twice as many: it is
     doubled (halved) on the way from one to the other."""
     new = recognizer_class(kind)
@@ -70,6 +71,8 @@ def switch_kind(cfg: RecognizerConfig, kind: str) -> RecognizerConfig:
     old_labels = recognizer_class(cfg.kind).label_kind
     if "max_len" in shared and old_labels != new.label_kind:
         shared["max_len"] = shared["max_len"] * 2 if new.label_kind == "token" else max(2, shared["max_len"] // 2)
+    if "encoder" in names and "encoder" not in shared and hasattr(cfg, "patch"):
+        shared["encoder"] = "vit"  # the preset's ViT settings carry over, so its ViT is the encoder
     return new.config_class(kind=kind, **shared)
 
 

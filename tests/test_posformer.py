@@ -264,3 +264,18 @@ def test_flops_and_vit_encoder():
     assert set(parts) == {"loss", "ce"} and torch.isfinite(parts["loss"])
     full = build(tiny(bidirectional=True))
     assert full.flops_per_image(True) > 3 * full.flops_per_image(False) > 0
+
+
+def test_a_vit_preset_switched_to_posformer_keeps_its_vit_and_a_key_that_does_nothing_is_refused():
+    from train.config import apply_overrides, preset
+
+    demo = preset("demo")
+    cfg = apply_overrides(demo, ["model.kind=posformer"])
+    assert cfg.model.encoder == "vit" and cfg.model.enc_dim == demo.model.enc_dim  # the measured demo PosFormer
+    with pytest.raises(ValueError, match="model.enc_dim does nothing for model.kind=posformer with "
+                                         "model.encoder=densenet"):
+        apply_overrides(preset("posformer-paper"), ["model.enc_dim=64"])
+    with pytest.raises(ValueError, match="model.growth_rate does nothing .*its keys: patch"):
+        apply_overrides(demo, ["model.kind=posformer", "model.growth_rate=8"])
+    cfg = apply_overrides(demo, ["model.kind=posformer", "model.encoder=densenet", "model.growth_rate=8"])
+    assert cfg.model.growth_rate == 8

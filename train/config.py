@@ -287,6 +287,11 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
     for key, text in pairs:
         if key != "model.kind":
             _set(cfg, key, text)
+    inert = recognizer_class(cfg.model.kind).inert_keys(cfg.model)
+    for key, _ in pairs:
+        leaf = key.removeprefix("model.")
+        if key.startswith("model.") and leaf in inert:
+            raise ValueError(f"{key} does nothing for model.kind={cfg.model.kind} {inert[leaf]}")
     return cfg
 
 

@@ -206,6 +206,15 @@ class PosFormer(Recognizer):
         forest = (dec + (mem_kv if cfg.forest_decoder == "separate" else 0)) if self.forest is not None else 0
         return 3 * (enc + passes * (dec + mem_kv + forest))
 
+    @classmethod
+    def inert_keys(cls, cfg: "PosFormerConfig") -> dict[str, str]:
+        """The encoder that is not chosen has keys too: the ViT's with the DenseNet and the other way."""
+        vit = ("patch", "enc_dim", "enc_depth", "enc_heads", "conv_stem", "stem_blocks", "encoder_init")
+        dense = ("growth_rate", "dense_layers", "dense_dropout")
+        unused, used = (vit, dense) if cfg.encoder == "densenet" else (dense, vit)
+        why = f"with model.encoder={cfg.encoder} (its keys: {', '.join(used)})"
+        return {key: why for key in unused}
+
     def onnx_graphs(self):
         from functools import partial
 
