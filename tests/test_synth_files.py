@@ -145,7 +145,7 @@ def test_generate_skips_and_records_bad_labels(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, msg", [({"fmt": "png"}, "unknown format"), ({"labels": []}, "empty"),
-                                         ({"split": "../x"}, "bad split")])
+                                         ({"split": "../x"}, "is not a plain name")])
 def test_generate_rejects_bad_arguments(tmp_path, kwargs, msg):
     with pytest.raises(ValueError, match=msg):
         generate(1, tmp_path, **kwargs)

@@ -18,15 +18,14 @@ import numpy as np
 
 from tokenizer.files import atomic_write
 
-from .batch import FORMATS, _split_salt, sample_id, write_inkml
-from .errors import SynthError
+from ..names import plain_name
+from .batch import FORMATS, _split_salt, sample_id, write_inks
 from .handwriting import HandBank, synthesize_hand_batch
 from .inkml_write import crohme_inkml, mathwriting_inkml
 from .labels import random_label
 from .leakage import ExcludeSet
 from .recombine import bank_covers, recombine
 
-_CHUNK = 64
 REDRAWS = 20  # random or recombined labels drawn again when excluded or not covered by the bank
 REPORT = "synth_report.json"
 
@@ -103,8 +102,7 @@ def generate_hand(count: int, out: Path, bank: Path | HandBank, *, labels: list[
         raise ValueError("labels is an empty list")
     if not 0.0 <= recombine_p <= 1.0:
         raise ValueError("recombine probability must be in [0, 1]")
-    if not split or "/" in split or split in (".", ".."):
-        raise ValueError(f"bad split name {split!r}")
+    plain_name(split)
     t0 = time.perf_counter()
     hb = bank if isinstance(bank, HandBank) else HandBank.load(Path(bank))
     exclude = exclude or ExcludeSet()
@@ -118,42 +116,29 @@ def generate_hand(count: int, out: Path, bank: Path | HandBank, *, labels: list[
         raise ValueError("count must be >= 0")
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
-    written, nbytes, skipped = 0, 0, []
     glyphs: Counter = Counter()
     hershey: Counter = Counter()
     writers: set[str] = set()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=count, unit="ink", desc=f"real-hand {fmt}/{split}")
-    for lo in range(0, count, _CHUNK):
-        idx = range(lo, min(lo + _CHUNK, count))
-        chunk = [pick(i) for i in idx]
-        rngs = [np.random.default_rng([seed, salt, i, 0]) for i in idx]
-        for i, latex, ink in zip(idx, chunk, synthesize_hand_batch(chunk, rngs, hb)):
-            if isinstance(ink, SynthError):
-                skipped.append({"index": i, "label": latex, "reason": ink.reason})
-                continue
-            ann = ink.annotations
-            same, other, hers = (int(v) for v in ann["bankGlyphs"].split())
-            glyphs.update(writer=same, other_writer=other, hershey=hers)
-            hershey.update(ann["hersheySymbols"].split())
-            writers.add(ann["writer"])
-            sid = sample_id(seed, split, f"bank-{fmt}", i)
-            if fmt == "mathwriting":
-                text = mathwriting_inkml(ink, sample_id=sid, split=split, label=ann["normalizedLabel"],
-                                         label_creation=None if labels is not None else "synthetic")
-            else:
-                text = crohme_inkml(ink, ui=f"bank_{split}_{sid}", truth_spaced=ann["truth"][1:-1],
-                                    stroke_symbols=[int(v) for v in ann["strokeSymbols"].split()],
-                                    symbol_labels=ann["symbolLabels"].split("\t"), writer=f"bank:{ann['writer']}")
-            write_inkml(folder / f"{sid}.inkml", text)
-            written += 1
-            nbytes += len(text)
-        if bar is not None:
-            bar.update(len(idx))
-    if bar is not None:
-        bar.close()
+
+    def chunk(idx: range) -> tuple[list[str], list]:
+        return [pick(i) for i in idx], [np.random.default_rng([seed, salt, i, 0]) for i in idx]
+
+    def file(i: int, latex: str, ink) -> tuple[str, str]:
+        ann = ink.annotations
+        same, other, hers = (int(v) for v in ann["bankGlyphs"].split())
+        glyphs.update(writer=same, other_writer=other, hershey=hers)
+        hershey.update(ann["hersheySymbols"].split())
+        writers.add(ann["writer"])
+        sid = sample_id(seed, split, f"bank-{fmt}", i)
+        if fmt == "mathwriting":
+            return f"{sid}.inkml", mathwriting_inkml(ink, sample_id=sid, split=split, label=ann["normalizedLabel"],
+                                                     label_creation=None if labels is not None else "synthetic")
+        return f"{sid}.inkml", crohme_inkml(ink, ui=f"bank_{split}_{sid}", truth_spaced=ann["truth"][1:-1],
+                                            stroke_symbols=[int(v) for v in ann["strokeSymbols"].split()],
+                                            symbol_labels=ann["symbolLabels"].split("\t"), writer=f"bank:{ann['writer']}")
+
+    written, nbytes, skipped = write_inks(count, folder, chunk, lambda labs, rngs: synthesize_hand_batch(labs, rngs, hb),
+                                          file, f"real-hand {fmt}/{split}" if progress else None)
     seconds = time.perf_counter() - t0
     total_glyphs = sum(glyphs.values())
     report = {

@@ -10,10 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from tokenizer.files import atomic_write
+
+from ..names import plain_name
 
 from .core import synthesize_batch
 from .errors import SynthError
@@ -55,51 +58,70 @@ def generate(count: int, out: Path, *, labels: list[str] | None = None, seed: in
         count = len(labels)
     if count < 0:
         raise ValueError("count must be >= 0")
-    if not split or "/" in split or split in (".", ".."):
-        raise ValueError(f"bad split name {split!r}")
+    plain_name(split)
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
     salt = _split_salt(split)
+    made = "synthetic" if labels is None else None
+
+    def chunk(idx: range) -> tuple[list[str], list]:
+        if labels is not None:
+            return [labels[i % len(labels)] for i in idx], [np.random.default_rng([seed, salt, i, 0]) for i in idx]
+        rngs = [np.random.default_rng([seed, salt, i, 1]) for i in idx]  # one stream: the label, then the hand
+        return [random_label(rng, depth=depth, length=length) for rng in rngs], rngs
+
+    def file(i: int, latex: str, ink) -> tuple[str, str]:
+        sid = sample_id(seed, split, fmt, i)
+        return f"{sid}.inkml", _file_text(ink, fmt, sid, split, made)
+
+    written, nbytes, skipped = write_inks(count, folder, chunk, synthesize_batch, file,
+                                          f"synth {fmt}/{split}" if progress else None)
+    write_skipped(folder, skipped)
+    return {"written": written, "skipped": skipped, "out": str(folder), "split": split, "format": fmt,
+            "seed": seed, "bytes": nbytes}
+
+
+Chunk = Callable[[range], tuple[list[str], list]]
+File = Callable[[int, str, object], tuple[str, str]]
+
+
+def write_inks(count: int, folder: Path, chunk: Chunk, synthesize: Callable, file: File,
+               progress: str | None = None) -> tuple[int, int, list[dict]]:
+    """The writer loop every ink generator shares: indices in chunks of _CHUNK; per chunk its labels
+    and RNGs (`chunk`), one numeric pass (`synthesize(labels, rngs)`), then per ink its file name and
+    text (`file`) or, where synthesis failed, a skipped record. Returns (written, bytes, skipped)."""
     written, nbytes, skipped = 0, 0, []
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=count, unit="ink", desc=f"synth {fmt}/{split}")
+        bar = tqdm(total=count, unit="ink", desc=progress)
     for lo in range(0, count, _CHUNK):
         idx = range(lo, min(lo + _CHUNK, count))
-        rngs, chunk_labels, creation = [], [], []
-        for i in idx:
-            if labels is None:  # one stream draws the label, then its handwriting
-                rng = np.random.default_rng([seed, salt, i, 1])
-                chunk_labels.append(random_label(rng, depth=depth, length=length))
-                creation.append("synthetic")
-            else:
-                rng = np.random.default_rng([seed, salt, i, 0])
-                chunk_labels.append(labels[i % len(labels)])
-                creation.append(None)
-            rngs.append(rng)
-        for i, latex, made, ink in zip(idx, chunk_labels, creation, synthesize_batch(chunk_labels, rngs)):
+        labels, rngs = chunk(idx)
+        for i, latex, ink in zip(idx, labels, synthesize(labels, rngs)):
             if isinstance(ink, SynthError):
                 skipped.append({"index": i, "label": latex, "reason": ink.reason})
                 continue
-            sid = sample_id(seed, split, fmt, i)
-            text = _file_text(ink, fmt, sid, split, made)
-            write_inkml(folder / f"{sid}.inkml", text)
+            name, text = file(i, latex, ink)
+            write_inkml(folder / name, text)
             written += 1
             nbytes += len(text)
         if bar is not None:
             bar.update(len(idx))
     if bar is not None:
         bar.close()
-    skipped_path = folder / "synth_skipped.jsonl"
+    return written, nbytes, skipped
+
+
+def write_skipped(folder: Path, skipped: list[dict]) -> None:
+    """synth_skipped.jsonl beside the inks: one line per label that could not be drawn (none: no file)."""
+    path = folder / "synth_skipped.jsonl"
     if skipped:
-        with skipped_path.open("w", encoding="utf-8") as f:
+        with path.open("w", encoding="utf-8") as f:
             for rec in skipped:
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    elif skipped_path.exists():
-        skipped_path.unlink()
-    return {"written": written, "skipped": skipped, "out": str(folder), "split": split, "format": fmt,
-            "seed": seed, "bytes": nbytes}
+    elif path.exists():
+        path.unlink()
 
 
 def _file_text(ink, fmt: str, sid: str, split: str, label_creation: str | None) -> str:

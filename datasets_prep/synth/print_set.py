@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tokenizer.files import atomic_write
 
+from ..names import plain_name
 from ..render import png_bytes
 from ..sources.im2latex import im2latex_label
 from .errors import SynthError
@@ -43,8 +44,7 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     time and formulas/s). Raises ValueError on a bad split or renderer, tex.TexUnavailable without TeX."""
     if renderer not in RENDERERS:
         raise ValueError(f"unknown renderer {renderer!r} (choose from {', '.join(RENDERERS)})")
-    if not split or "/" in split or split in (".", ".."):
-        raise ValueError(f"bad split name {split!r}")
+    plain_name(split)
     if renderer == "tex":
         from .tex import DEFAULT_DPI, check_tex, render_tex
         check_tex()
