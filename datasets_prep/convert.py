@@ -28,7 +28,7 @@ from . import sources as sources_mod
 from .names import plain_name
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
 from .render import ANTIALIAS, DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_STROKE_WIDTH, parse_size
-from .render_spec import DEFAULT_SIZE
+from .render_spec import DEFAULT_SIZE, RenderSpec
 from .shards import (DICT_FILE, MAX_SHARD_BYTES, schema, write_dataset_dict, write_json, write_split_metadata,
                      write_table)
 from .sources import SOURCES, Item, iter_items, sort_splits
@@ -278,10 +278,12 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
             shard_size: int = 1000, max_shard_bytes: int = MAX_SHARD_BYTES, keep_ink: bool = False,
             drop_invalid: bool = False, preview: int = 0, resume: bool = False, overwrite: bool = False,
             max_bytes: int = MAX_BYTES, max_points: int = MAX_POINTS, min_points: int = MIN_POINTS,
-            binarize: bool = False, progress: bool = False, log=None) -> dict:
+            binarize: bool = False, render: RenderSpec | None = None, progress: bool = False, log=None) -> dict:
     """Convert a source's inputs to shards under `out`; returns the summary (also written to summary.json).
 
-    inputs=None converts the bundled fixtures. Raises UsageError on bad options or an unusable `out`.
+    inputs=None converts the bundled fixtures. `render` gives the drawing settings whole (a model's
+    RenderSpec, say); without it they come from size, stroke_width, margin, antialias, max_glyph and
+    binarize. Raises UsageError on bad options or an unusable `out`.
     """
     log = log or (lambda msg: None)
     if src not in SOURCES:
@@ -302,25 +304,18 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
         raise UsageError(str(e)) from None
     if split is not None and len(paths) > 1 and src == "mathwriting":
         raise UsageError("--split names the split of a single input; give one --input with it")
-    if isinstance(size, str):
-        try:
-            size = parse_size(size)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-    if shard_size < 1 or (limit is not None and limit < 0) or stroke_width <= 0 or margin < 0 or max_glyph < 0:
-        raise UsageError("--shard-size must be >= 1, --limit >= 0, --stroke-width > 0, --margin >= 0, "
-                         "--max-glyph >= 0")
-    if antialias not in ANTIALIAS:
-        raise UsageError(f"--antialias must be one of {', '.join(sorted(ANTIALIAS))}, got {antialias!r}")
-    opts = Options(src=src, size=(int(size[0]), int(size[1])), stroke_width=float(stroke_width),
-                   margin=float(margin), antialias=antialias, max_glyph=float(max_glyph), keep_ink=keep_ink,
-                   drop_invalid=drop_invalid, shard_size=shard_size, max_shard_bytes=max_shard_bytes,
-                   max_bytes=max_bytes, max_points=max_points, min_points=min_points, binarize=binarize)
-    try:
+    if shard_size < 1 or (limit is not None and limit < 0):
+        raise UsageError("--shard-size must be >= 1, --limit >= 0")
+    try:  # one RenderSpec, checked once (render_spec.py), then passed whole
+        if render is None:
+            render = RenderSpec(parse_size(size) if isinstance(size, str) else size, float(stroke_width),
+                                float(margin), antialias, float(max_glyph), binarize)
         from .render import fit
-        fit((0, 0, 1, 1), opts.size, opts.stroke_width, opts.margin)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+        fit((0, 0, 1, 1), render.size, render.stroke_width, render.margin)
+    except ValueError as e:  # RenderSpecError included
+        raise UsageError(f"{e} (--size, --stroke-width, --margin, --antialias, --max-glyph)") from None
+    opts = Options(src=src, render=render, keep_ink=keep_ink, drop_invalid=drop_invalid, shard_size=shard_size,
+                   max_shard_bytes=max_shard_bytes, max_bytes=max_bytes, max_points=max_points, min_points=min_points)
     out = Path(out) if out is not None else Path("shards") / src
     workers = max(1, workers or _cpu_count())
     plan = {"options": opts.to_json(), "inputs": [str(p.resolve()) for p in paths], "splits": splits,

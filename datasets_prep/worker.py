@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import sources
 from .image_intake import fit_image, ink_darkness
 from .readers import MAX_BYTES, MAX_POINTS, MIN_POINTS, InkError
-from .render import DEFAULT_ANTIALIAS, DEFAULT_MARGIN, DEFAULT_SIZE, DEFAULT_STROKE_WIDTH, png_bytes, rasterize
+from .render import png_bytes, rasterize
 from .render_spec import RenderSpec
 from .shards import MAX_SHARD_BYTES, schema, split_by_bytes, strokes_array, write_table
 from .sources import Item, Sample
@@ -31,11 +31,7 @@ class Options:
     """Everything that decides a shard's bytes (and so must match on --resume)."""
 
     src: str
-    size: tuple[int, int] = DEFAULT_SIZE
-    stroke_width: float = DEFAULT_STROKE_WIDTH
-    margin: float = DEFAULT_MARGIN
-    antialias: str = DEFAULT_ANTIALIAS
-    max_glyph: float = 0.0  # inks: glyphs drawn at most this many px (render.glyph_extent); 0 = fit only
+    render: RenderSpec = RenderSpec()  # how an ink is drawn or an image fitted (the part a model must know)
     keep_ink: bool = False
     drop_invalid: bool = False
     shard_size: int = 1000
@@ -43,16 +39,11 @@ class Options:
     max_bytes: int = MAX_BYTES
     max_points: int = MAX_POINTS
     min_points: int = MIN_POINTS
-    binarize: bool = False  # image sources: Otsu-threshold the ink (camera photos, JPEG noise)
 
     def to_json(self) -> dict:
-        d = dict(self.__dict__)
-        d["size"] = list(self.size)
-        return d
-
-    def render_spec(self) -> RenderSpec:
-        """The part of these options a model must know (written to summary.json with the rest)."""
-        return RenderSpec(self.size, self.stroke_width, self.margin, self.antialias, self.max_glyph, self.binarize)
+        """Flat, the render spec's fields beside the rest (what --resume compares and summary.json holds)."""
+        d = {k: v for k, v in self.__dict__.items() if k != "render"}
+        return {**d, **self.render.to_dict()}
 
 
 @dataclass
@@ -144,9 +135,10 @@ def _raster(item: Item, sample: Sample, opts: Options) -> tuple[np.ndarray, tupl
     """uint8 [H, W] black on white, and (bbox, scale, offset): an ink rendered, or a raster fitted."""
     try:
         if sample.ink is not None:
-            r = rasterize(sample.ink, opts.size, opts.stroke_width, opts.margin, opts.antialias, opts.max_glyph)
+            spec = opts.render
+            r = rasterize(sample.ink, spec.size, spec.stroke_width, spec.margin, spec.antialias, spec.max_glyph)
             return r.image, (r.bbox, r.scale, r.offset)
-        f = fit_image(ink_darkness(sample.pixels, opts.binarize), opts.size, opts.margin)
+        f = fit_image(ink_darkness(sample.pixels, opts.render.binarize), opts.render.size, opts.render.margin)
     except ValueError as e:  # ImageError included: this input cannot be drawn
         stage, kind = ("render", "render") if sample.ink is not None else ("image", "no-ink")
         raise InkError(item.path, stage, str(e), kind) from None

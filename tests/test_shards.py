@@ -145,7 +145,7 @@ def test_out_folder_rules(corpus, tmp_path):
         convert("crohme", [corpus], out, workers=1, limit=6, resume=True)
     with pytest.raises(UsageError, match="options/inputs differ"):  # a glyph cap changes the images
         convert("crohme", [corpus], out, workers=1, limit=5, resume=True, max_glyph=20.0)
-    with pytest.raises(UsageError, match="--max-glyph >= 0"):
+    with pytest.raises(UsageError, match="max_glyph must be >= 0"):
         convert("crohme", [corpus], tmp_path / "neg", workers=1, max_glyph=-1.0)
     s = convert("crohme", [corpus], out, workers=1, limit=5, resume=True)  # finished run: all resumed
     assert s["resumed_shards"] == 1 and s["processed_this_run"] == 0 and s["totals"]["rows"] == 5
