@@ -14,6 +14,7 @@ restarts the ranks' RNG streams from rank 0's state and says so).
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import io
 import json
@@ -448,14 +449,20 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval: Callable | None = N
     quick_eval(model, step) -> dict, if given, runs every cfg.eval_every steps on rank 0."""
     cfg.augment.validate()
     env = setup_env(cfg)
+    trainer = None
     try:
         ckpt = Path(cfg.out) / "ckpt.pt"
         state = load_checkpoint(ckpt) if resume and ckpt.exists() else None
         if state is not None and env.is_main:
             _note_schedule_change(cfg, state, ckpt)
-        return Trainer(cfg, env, state, quick_eval).fit()
+        trainer = Trainer(cfg, env, state, quick_eval)
+        return trainer.fit()
     finally:
         if env.world > 1 and dist.is_initialized():
+            # DDP's reducer holds gloo work and tensors: free it while the interpreter is whole and before
+            # the group goes (left to interpreter exit, a gloo thread could abort the process)
+            trainer = None
+            gc.collect()
             dist.barrier()
             dist.destroy_process_group()
 
