@@ -192,6 +192,8 @@ def parse_args(argv):
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU: checks the script, measures nothing")
     ap.add_argument("--budget-minutes", type=float, default=6.0)
     ap.add_argument("--reserve-s", type=float, default=0.0, help="seconds every part leaves for what follows")
+    ap.add_argument("--parts", nargs="+", default=["train", "fps", "loader"], choices=["train", "fps", "loader"],
+                    help="what to measure (default: all three; loader needs --data)")
     ap.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     ap.add_argument("--batches", type=int, nargs="+", default=[32, 64, 128])
     ap.add_argument("--steps", type=int, default=20, help="timed training steps per entry")
@@ -219,9 +221,11 @@ def main(argv=None) -> int:
     device = setup_device(args.smoke, 0)
     report: dict = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
                     "torch": torch.__version__, "budget_minutes": args.budget_minutes}
-    record(report, "train", train_table(args, device, budget), args.json)
-    record(report, "fps", fps_table(args, device, budget), args.json)
-    if args.data:
+    if "train" in args.parts:
+        record(report, "train", train_table(args, device, budget), args.json)
+    if "fps" in args.parts:
+        record(report, "fps", fps_table(args, device, budget), args.json)
+    if args.data and "loader" in args.parts:
         record(report, "loader", loader_table(args, budget), args.json)
     if device.type == "cuda":
         record(report, "max_mem_GiB", torch.cuda.max_memory_allocated() / 2**30, args.json)
