@@ -71,10 +71,8 @@ def default_inputs(src: str) -> list[Path]:
         raise UsageError(f"--src {src} needs --input (the bundled fixtures are InkML; "
                          "python -m datasets_prep.export writes image datasets from shards)")
     root = FIXTURES / src
-    if src == "crohme":
-        found = [p for p in sorted(root.iterdir()) if p.is_dir()] if root.is_dir() else []
-    else:
-        found = [root] if root.is_dir() else []
+    fixture_inputs = getattr(sources_mod.get(src), "fixture_inputs", None)  # a source whose fixtures are several
+    found = fixture_inputs(root) if fixture_inputs and root.is_dir() else [root] if root.is_dir() else []
     if not found:
         raise UsageError(f"no --input given and no bundled fixtures at {root} "
                          "(regenerate them with: python -m datasets_prep.synth --fixtures)")
@@ -302,7 +300,7 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
             plain_name(name, "--split" if name == split else "--splits name")
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if split is not None and len(paths) > 1 and src == "mathwriting":
+    if split is not None and len(paths) > 1 and getattr(sources_mod.get(src), "SPLIT_OF_ONE_INPUT", False):
         raise UsageError("--split names the split of a single input; give one --input with it")
     if shard_size < 1 or (limit is not None and limit < 0):
         raise UsageError("--shard-size must be >= 1, --limit >= 0")
@@ -372,7 +370,7 @@ def convert(src: str, inputs: list[str | Path] | None = None, out: str | Path | 
 def _count_files(paths: list[Path], src: str) -> int | None:
     """Input files under folder inputs, for the progress bar; None when an archive is streamed or
     the images sit in a pickle."""
-    if any(not p.is_dir() for p in paths) or src == "tamer":
+    if any(not p.is_dir() for p in paths) or not getattr(sources_mod.get(src), "COUNTABLE", True):
         return None
     from .sources.pairing import IMAGE_SUFFIXES
     kind = sources_mod.get(src).KIND

@@ -23,7 +23,7 @@ from datasets_prep.local_files import MAX_BYTES, FileRefused, read_capped, walk_
 from datasets_prep.readers import InkError, read_inkml
 from datasets_prep.render_spec import RenderSpec
 from datasets_prep.shards import DICT_FILE, ShardError, load_split, split_names
-from datasets_prep.sources import target_label
+from datasets_prep.sources import LABEL_READERS, target_label
 from datasets_prep.sources.pairing import IMAGE_SUFFIXES
 
 from .data import image_to_tensor
@@ -52,7 +52,7 @@ def load_bytes(name: str, data: bytes, render: RenderSpec, binarize: bool = Fals
         if ink.num_points == 0:
             raise ValueError("the ink has no points (an empty canvas)")
         reference = None
-        for src in ("mathwriting", "crohme"):
+        for src in LABEL_READERS:
             try:
                 reference = target_label(ink, src, name)[0]
                 break

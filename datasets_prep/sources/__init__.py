@@ -24,6 +24,8 @@ SOURCES: dict[str, ModuleType] = {
 }
 INK_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("ink", "mixed"))
 IMAGE_SOURCES = tuple(k for k, m in SOURCES.items() if m.KIND in ("image", "mixed"))
+LABEL_READERS = tuple(k for k, m in SOURCES.items() if m.KIND == "ink" and hasattr(m, "label"))
+"""The InkML sources that read a reference label out of an ink (tried in this order on a lone file)."""
 
 
 def get(name: str) -> ModuleType:

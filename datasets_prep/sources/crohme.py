@@ -16,6 +16,11 @@ from .base import Context, Item, Sample, read_bytes, rel, single_file, split_nam
 KIND = "ink"
 
 
+def fixture_inputs(root: Path) -> list[Path]:
+    """The bundled fixtures are one folder per competition year: each is an input."""
+    return [p for p in sorted(root.iterdir()) if p.is_dir()]
+
+
 def label(ink: Ink, path: str = "") -> tuple[str, str]:
     """(latex, latex_raw): `truth` cleaned by `tokenizer.clean_crohme_truth` ($...$, entities,
     whitespace); raw = `truth` as read. A missing or empty truth raises InkError(stage="label")."""

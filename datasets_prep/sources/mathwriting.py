@@ -18,6 +18,7 @@ from ..readers import MAX_BYTES, InkError, read_inkml
 from .base import Context, Item, Sample, read_bytes, rel, single_file, split_name, walk
 
 KIND = "ink"
+SPLIT_OF_ONE_INPUT = True  # --split names the split of one input folder; with several it would be ambiguous
 SPLITS = ("train", "valid", "test", "synthetic", "symbols")
 SYMBOLS_JSONL = "symbols.jsonl"
 

@@ -19,6 +19,7 @@ from .pairing import caption_lines, strip_image_suffix
 from .raster import KIND, load, sample_id  # noqa: F401  (the source's interface)
 
 PICKLE = "images.pkl"
+COUNTABLE = False  # the images sit in one pickle: no files for the progress bar to count
 CAPTION = "caption.txt"
 
 
