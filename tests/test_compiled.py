@@ -91,3 +91,21 @@ def test_bf16_autocast_trains_on_the_cpu_when_asked(micro_data, tmp_path, capsys
     assert "bf16" in capsys.readouterr().out
     fp32, bf16 = _losses(tmp_path / "fp32"), _losses(tmp_path / "bf16")
     assert bf16[1] != fp32[1] and bf16[1] == pytest.approx(fp32[1], rel=0.05)  # bf16 matmuls: close, not equal
+
+
+def test_predict_with_compile_reads_what_predict_reads(micro_data, tmp_path):  # noqa: F811
+    import json
+
+    from train import predict
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    ckpt = train(micro_cfg(micro_data, tmp_path / "run", "max_steps=60", "log_every=30", "ckpt_every=0"))
+    inks = sorted(str(p) for p in (micro_data.parent / "ink").rglob("*.inkml"))
+    outs = []
+    for extra in ([], ["--compile"]):
+        jsonl = tmp_path / f"p{len(outs)}.jsonl"
+        assert predict.main(["--ckpt", str(ckpt), *inks, "--sampler", "mask-predict", "--T", "4",
+                             "--jsonl", str(jsonl), *extra]) == 0
+        outs.append([json.loads(line)["latex"] for line in jsonl.read_text().splitlines()])
+    assert outs[0] == outs[1] and len(outs[0]) == len(inks)
