@@ -71,8 +71,8 @@ def default_inputs(src: str) -> list[Path]:
         raise UsageError(f"--src {src} needs --input (the bundled fixtures are InkML; "
                          "python -m datasets_prep.export writes image datasets from shards)")
     root = FIXTURES / src
-    fixture_inputs = getattr(sources_mod.get(src), "fixture_inputs", None)  # a source whose fixtures are several
-    found = fixture_inputs(root) if fixture_inputs and root.is_dir() else [root] if root.is_dir() else []
+    several = getattr(sources_mod.get(src), "fixture_inputs", None)  # a source whose fixtures are several inputs
+    found = [] if not root.is_dir() else several(root) if several else [root]
     if not found:
         raise UsageError(f"no --input given and no bundled fixtures at {root} "
                          "(regenerate them with: python -m datasets_prep.synth --fixtures)")

@@ -32,6 +32,7 @@ class DecodeSpec:
             return "ar-greedy" if self.beam <= 1 else f"ar-beam{self.beam}"
         return f"{self.sampler}-T{self.T}"
 
+
 def eval_specs(step_samplers: tuple[str, ...], Ts: tuple[int, ...], samplers: tuple[str, ...], seeds: int,
                beams: tuple[int, ...], valid: bool = True) -> list[DecodeSpec]:
     """The decoders an evaluation scores. A recognizer with step samplers (GryphOne's): each of

@@ -18,7 +18,7 @@ import torch
 
 from .load import Loaded
 from .onnx_graphs import MEM_AXES, OnnxGraphs
-from .onnx_runtime import EXPORT_FORMAT, EXTRA_HINT, GRAPHS, SPEC_FILE
+from .onnx_runtime import ENCODER_OUTPUTS, EXPORT_FORMAT, EXTRA_HINT, GRAPHS, SPEC_FILE
 
 OPSET = 17
 
@@ -37,7 +37,7 @@ def _export_graphs(loaded: Loaded, out: Path) -> OnnxGraphs:
     rec = loaded.recognizer
     plan = rec.onnx_graphs()
     images = torch.rand(2, 1, *loaded.render.size)
-    names = plan.memory_outputs
+    names = ENCODER_OUTPUTS[plan.graph]  # what the reader's loop for this graph reads
     with torch.no_grad():
         mem = dict(zip(names, plan.memory(images)))
     out_axes = {name: MEM_AXES if name in ("mem_k", "mem_v") else {0: "batch"} for name in names}
@@ -71,12 +71,10 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
         quantize_int8(out)
     spec = {
         "format": EXPORT_FORMAT, "kind": rec.kind, "decoder_graph": plan.graph,
-        "memory_outputs": list(plan.memory_outputs),
         "model_config": asdict(rec.cfg), "render": loaded.render.to_dict(), "labels": loaded.labels.to_dict(),
         "train_config": loaded.state.get("train_config", {}), "step": loaded.step, "weights": "ema" if (used_ema and loaded.state.get("ema")) or loaded.state.get("weights") == "ema" else "raw",
         "samplers": {"available": list(plan.samplers), "T": 10, "seed": 0,
-                     "default": rec.default_sampler if rec.default_sampler in plan.samplers else plan.samplers[0],
-                     "steps": [s for s in plan.samplers if s in rec.step_samplers]},
+                     "default": rec.default_sampler if rec.default_sampler in plan.samplers else plan.samplers[0]},
         "graphs": {p: g for p, g in GRAPHS.items() if p == "fp32" or int8},
         "precision": "int8" if int8 else "fp32", "opset": OPSET, "torch": str(torch.__version__),
     }

@@ -46,9 +46,8 @@ class OnnxGraphs:
     loop, which is shared by every recognizer whose step has that form)."""
 
     graph: str                        # "sat-step" | "ar-cached-step" | "posformer-step" | "hvt-step"
-    memory: nn.Module                 # images -> memory_outputs (once per image)
+    memory: nn.Module                 # images -> the loop's memory outputs (onnx_runtime.ENCODER_OUTPUTS[graph])
     step: nn.Module                   # one refinement step or one token
-    memory_outputs: tuple[str, ...]
     examples: Examples                # (recognizer, memory outputs) -> (args, input names, output names, axes)
     samplers: tuple[str, ...]         # what the NumPy loops decode it with
 

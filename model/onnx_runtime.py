@@ -48,14 +48,12 @@ class ExportedRecognizer:
         self.kind, self.cfg, self.render, self.labels = spec["kind"], cfg, render, labels
         self.label_kind = labels.kind
         self.samplers = tuple(spec["samplers"]["available"])
-        # exports before "steps" was written: GryphOne's samplers are the only ones that are not greedy
-        self.step_samplers = tuple(spec["samplers"].get("steps", [s for s in self.samplers if s != "greedy"]))
         self.default_sampler = spec["samplers"]["default"]
         self.state = {"format": EXPORT_FORMAT, "step": spec["step"], "train_config": spec["train_config"]}
         self.precision = spec["precision"]
         self.encoder, self.decoder = sessions
         self.graph = spec["decoder_graph"]
-        self.memory_outputs = tuple(spec.get("memory_outputs", ENCODER_OUTPUTS[self.graph]))
+        self.step_samplers = self.samplers if self.graph == "sat-step" else ()  # its loops refine over T steps
         self.decoder_inputs = {i.name for i in self.decoder.get_inputs()}
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
@@ -69,7 +67,7 @@ class ExportedRecognizer:
         check_decode_spec(f"{self.kind} (ONNX export)", self.samplers, spec)
 
     def memory(self, images: np.ndarray) -> dict[str, np.ndarray]:
-        return dict(zip(self.memory_outputs, self.encoder.run(None, {"images": images})))
+        return dict(zip(ENCODER_OUTPUTS[self.graph], self.encoder.run(None, {"images": images})))
 
     def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
                   stats: Counter | None = None, confidences: list | None = None) -> list[str]:
@@ -165,10 +163,6 @@ def _read_spec(path: Path) -> tuple[dict, SimpleNamespace, RenderSpec, LabelSpec
     try:
         if spec["decoder_graph"] not in ENCODER_OUTPUTS:
             raise ValueError(f"decoder graph {spec['decoder_graph']!r} is not one of {', '.join(ENCODER_OUTPUTS)}")
-        expected = list(ENCODER_OUTPUTS[spec["decoder_graph"]])
-        if spec.get("memory_outputs", expected) != expected:  # exports before this key: the loop's own
-            raise ValueError(f"memory outputs {spec.get('memory_outputs')!r} are not what a "
-                             f"{spec['decoder_graph']} loop reads ({', '.join(expected)})")
         cfg = _config(spec["model_config"])
         render, labels = RenderSpec.from_dict(spec["render"]), LabelSpec.from_dict(spec["labels"])
         samplers = spec["samplers"]

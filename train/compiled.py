@@ -9,6 +9,8 @@ place, so the state dict keeps its names.
 """
 from __future__ import annotations
 
+import argparse
+
 import torch
 
 from model import Recognizer
@@ -17,6 +19,23 @@ from model import Recognizer
 def compile_for_training(model: Recognizer, mode: str = "default") -> torch.nn.Module:
     """The compiled loss module the trainer calls (`module(images, batch)`); `model` keeps the weights."""
     return torch.compile(model, dynamic=False, mode=mode)
+
+
+def add_compile_arg(ap: argparse.ArgumentParser, note: str = "") -> None:
+    """`--compile` for the commands that decode (train.predict, train.eval); `note` ends its help."""
+    ap.add_argument("--compile", action="store_true",
+                    help="compile the model's fixed-shape parts first (torch.compile: tens of seconds once, then "
+                         "1.1-1.4x faster decoding on a CPU, CUDA graphs on a GPU; same outputs; checkpoints only)"
+                         + note)
+
+
+def compile_if_asked(ap: argparse.ArgumentParser, args: argparse.Namespace, recognizer) -> None:
+    """Apply `--compile` to a loaded recognizer; a usage error for an ONNX folder's (no torch modules)."""
+    if not args.compile:
+        return
+    if not isinstance(recognizer, torch.nn.Module):
+        ap.error("--compile: an ONNX export folder runs in ONNX Runtime; give a checkpoint to compile")
+    compile_for_decoding(recognizer)
 
 
 def compile_for_decoding(model: Recognizer, mode: str | None = None) -> Recognizer:

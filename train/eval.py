@@ -36,6 +36,7 @@ from tokenizer import LatexError, normalize, tokenize
 from tokenizer.markup_metrics import markup_scores
 from tokenizer.metrics import score, token_distance
 
+from .compiled import add_compile_arg, compile_if_asked
 from .threads import add_threads_arg, apply_threads
 from .data import ShardDataset, collate, load_split_data, sample_ids
 
@@ -193,9 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
     ap.add_argument("--batch-size", type=lambda t: _positive_ints(t, "--batch-size")[0], default=32)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--compile", action="store_true",
-                    help="compile the model's fixed-shape parts first (as train.predict --compile; checkpoints only; "
-                         "ms/img then includes the compilation: time a long split)")
+    add_compile_arg(ap, "; ms/img then includes the compilation: time a long split")
     add_threads_arg(ap)
     ap.add_argument("--no-ema", action="store_true", help="use the raw weights even when the run kept an EMA")
     ap.add_argument("--json", default=None, help="write the full report (metrics and every prediction) to this file")
@@ -218,11 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         loaded = load(args.ckpt, args.device, use_ema=not args.no_ema)
         rec = loaded.recognizer
-        if args.compile:
-            if not isinstance(rec, torch.nn.Module):
-                ap.error("--compile: an ONNX export folder runs in ONNX Runtime; give a checkpoint to compile")
-            from .compiled import compile_for_decoding
-            compile_for_decoding(rec)
+        compile_if_asked(ap, args, rec)
         samplers = [s for s in args.samplers.split(",") if s]
         bad = [s for s in samplers if s not in rec.step_samplers] if rec.step_samplers else []
         if bad:

@@ -37,6 +37,7 @@ from model import CheckpointError, DecodeSpec, load
 from model.shipped import help_line
 from train.serve.intake import MAX_T
 
+from .compiled import add_compile_arg, compile_if_asked
 from .threads import add_threads_arg, apply_threads, positive_int
 from .predict_inputs import Input, count_inputs, iter_inputs, load_input
 
@@ -65,9 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch-size", type=positive_int, default=16, help="images decoded together (default: %(default)s)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"],
                     help="cpu or cuda (default: %(default)s)")
-    ap.add_argument("--compile", action="store_true",
-                    help="compile the model's fixed-shape parts first (torch.compile: tens of seconds once, then "
-                         "1.1-1.4x faster decoding on a CPU, CUDA graphs on a GPU; same outputs; checkpoints only)")
+    add_compile_arg(ap)
     add_threads_arg(ap)
     return ap
 
@@ -143,11 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     rec, ship = loaded.recognizer, loaded.shipped
-    if args.compile:
-        if not isinstance(rec, torch.nn.Module):
-            ap.error("--compile: an ONNX export folder runs in ONNX Runtime; give a checkpoint to compile")
-        from .compiled import compile_for_decoding
-        compile_for_decoding(rec)
+    compile_if_asked(ap, args, rec)
     sampler = args.sampler or (ship.sampler if ship else rec.default_sampler)
     if sampler not in rec.samplers:
         ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")

@@ -132,7 +132,8 @@ def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None =
     return cfg.lr
 
 
-NO_DECAY_MODULES = (torch.nn.Embedding, torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.modules.batchnorm._BatchNorm)
+NO_DECAY_MODULES = (torch.nn.Embedding, torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.BatchNorm1d,
+                    torch.nn.BatchNorm2d, torch.nn.BatchNorm3d, torch.nn.SyncBatchNorm)
 NO_DECAY_PARAMS = ("pos_emb", "cls")
 """Parameters of their own that are position tables or the [CLS] token."""
 NO_DECAY_PARTS = ("patch_embed",)

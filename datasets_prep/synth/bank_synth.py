@@ -19,9 +19,8 @@ import numpy as np
 from tokenizer.files import atomic_write
 
 from ..names import plain_name
-from .batch import FORMATS, _split_salt, sample_id, write_inks
+from .batch import FORMATS, _split_salt, file_text, sample_id, write_inks
 from .handwriting import HandBank, synthesize_hand_batch
-from .inkml_write import crohme_inkml, mathwriting_inkml
 from .labels import random_label
 from .leakage import ExcludeSet
 from .recombine import bank_covers, recombine
@@ -130,12 +129,8 @@ def generate_hand(count: int, out: Path, bank: Path | HandBank, *, labels: list[
         hershey.update(ann["hersheySymbols"].split())
         writers.add(ann["writer"])
         sid = sample_id(seed, split, f"bank-{fmt}", i)
-        if fmt == "mathwriting":
-            return f"{sid}.inkml", mathwriting_inkml(ink, sample_id=sid, split=split, label=ann["normalizedLabel"],
-                                                     label_creation=None if labels is not None else "synthetic")
-        return f"{sid}.inkml", crohme_inkml(ink, ui=f"bank_{split}_{sid}", truth_spaced=ann["truth"][1:-1],
-                                            stroke_symbols=[int(v) for v in ann["strokeSymbols"].split()],
-                                            symbol_labels=ann["symbolLabels"].split("\t"), writer=f"bank:{ann['writer']}")
+        return f"{sid}.inkml", file_text(ink, fmt, sid, split, None if labels is not None else "synthetic",
+                                         ui_prefix="bank", writer=f"bank:{ann['writer']}")
 
     written, nbytes, skipped = write_inks(count, folder, chunk, lambda labs, rngs: synthesize_hand_batch(labs, rngs, hb),
                                           file, f"real-hand {fmt}/{split}" if progress else None)

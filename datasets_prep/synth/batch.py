@@ -72,7 +72,7 @@ def generate(count: int, out: Path, *, labels: list[str] | None = None, seed: in
 
     def file(i: int, latex: str, ink) -> tuple[str, str]:
         sid = sample_id(seed, split, fmt, i)
-        return f"{sid}.inkml", _file_text(ink, fmt, sid, split, made)
+        return f"{sid}.inkml", file_text(ink, fmt, sid, split, made)
 
     written, nbytes, skipped = write_inks(count, folder, chunk, synthesize_batch, file,
                                           f"synth {fmt}/{split}" if progress else None)
@@ -124,11 +124,14 @@ def write_skipped(folder: Path, skipped: list[dict]) -> None:
         path.unlink()
 
 
-def _file_text(ink, fmt: str, sid: str, split: str, label_creation: str | None) -> str:
+def file_text(ink, fmt: str, sid: str, split: str, label_creation: str | None, ui_prefix: str = "synth",
+              writer: str | None = None) -> str:
+    """An ink's file in `fmt` (MathWriting or CROHME), from the annotations synthesis left on it."""
     ann = ink.annotations
     if fmt == "mathwriting":
         return mathwriting_inkml(ink, sample_id=sid, split=split, label=ann["normalizedLabel"],
                                  label_creation=label_creation)
     strokes = [int(v) for v in ann["strokeSymbols"].split()]
-    return crohme_inkml(ink, ui=f"synth_{split}_{sid}", truth_spaced=ann["truth"][1:-1],
-                        stroke_symbols=strokes, symbol_labels=ann["symbolLabels"].split("\t"))
+    return crohme_inkml(ink, ui=f"{ui_prefix}_{split}_{sid}", truth_spaced=ann["truth"][1:-1],
+                        stroke_symbols=strokes, symbol_labels=ann["symbolLabels"].split("\t"),
+                        **({"writer": writer} if writer else {}))

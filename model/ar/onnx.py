@@ -34,5 +34,5 @@ class ARStepGraph(nn.Module):
 def cached_token_graphs(rec: Recognizer) -> OnnxGraphs:
     """A ViT-style encoder (`rec.encoder`) and an ARDecoder (`rec.decoder`): the AR baseline's export,
     and any recognizer built from the same two parts."""
-    return OnnxGraphs("ar-cached-step", MemoryGraph(rec).eval(), ARStepGraph(rec.decoder).eval(), ("mem_k", "mem_v"),
-                      cached_step_examples, ("greedy",))
+    return OnnxGraphs("ar-cached-step", MemoryGraph(rec).eval(), ARStepGraph(rec.decoder).eval(), cached_step_examples,
+                      ("greedy",))

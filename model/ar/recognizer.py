@@ -11,12 +11,12 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .decoder import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
-from ..search import greedy
 from ..encoder import ViTConfig, build_vit, vit_flops
 from ..layers import decoder_flops
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from ..search import greedy
 from ..warm_start import encoder_from_file
+from .decoder import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
 
 
 @dataclass

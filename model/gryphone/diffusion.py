@@ -122,6 +122,12 @@ def mask_draws(shape: tuple[int, int], views: int, T: int, generator: torch.Gene
     return out
 
 
+def loss_draws(cfg: "LossConfig", shape: tuple[int, int], generator: torch.Generator,
+               device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """The draws one step of `diffusion_loss` uses: a view per RMML branch, at the config's T and mode."""
+    return mask_draws(shape, 2 if cfg.rmml else 1, cfg.T, generator, cfg.mask_mode, device)
+
+
 def apply_mask(symbols: torch.Tensor, modifiers: torch.Tensor, draws: dict[str, torch.Tensor],
                view: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One view of the forward process from its draws: (masked symbols, masked modifiers, bool mask
@@ -181,7 +187,7 @@ def diffusion_loss(decoder: SATDecoder, mem_kv, symbols: torch.Tensor, modifiers
     """
     views = 2 if cfg.rmml else 1
     draws = generator if isinstance(generator, dict) else \
-        mask_draws(tuple(symbols.shape), views, cfg.T, generator, cfg.mask_mode, symbols.device)
+        loss_draws(cfg, tuple(symbols.shape), generator, symbols.device)
     masked = [apply_mask(symbols, modifiers, draws, v) for v in range(views)]
     in_sym = torch.cat([m[0] for m in masked])
     in_mod = torch.cat([m[1] for m in masked])

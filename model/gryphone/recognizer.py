@@ -18,15 +18,15 @@ from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import SATVocab
 
-from .aux_reader import SATCausalReader, reader_loss
-from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, mask_draws, sample_mask_predict, \
-    sample_remask
+from ..decoding import finish_sat
 from ..encoder import ViTConfig, build_vit, vit_flops
-from .forest_targets import forest_targets
 from ..layers import decoder_flops
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..decoding import finish_sat
 from ..warm_start import decoder_from_ar, encoder_from_file
+from .aux_reader import SATCausalReader, reader_loss
+from .diffusion import LossConfig, SATDecoder, diffusion_loss, final_log_probs, loss_draws, sample_mask_predict, \
+    sample_remask
+from .forest_targets import forest_targets
 
 
 @dataclass
@@ -53,7 +53,12 @@ class GryphOne(Recognizer):
     label_kind = "sat"
     samplers = ("remask", "remask-keep", "mask-predict")
     default_sampler = "remask"
+    step_samplers = samplers               # every sampler refines the whole answer over T steps
     training_only = ("reader",)
+    static_parts = ("encoder", "decoder")  # the decoder always sees the full max_len window
+    title = "GryphOne"
+    description = "GryphOne (ViT encoder + SAT masked-diffusion decoder)"
+    log_parts = ("kl", "reader_ce")
 
     def __init__(self, cfg: GryphOneConfig, render: RenderSpec, labels: LabelSpec):
         super().__init__(cfg, render, labels)
@@ -80,23 +85,15 @@ class GryphOne(Recognizer):
         ramp = self.cfg.loss.kl_warmup_steps
         return {"kl_scale": torch.tensor(min(1.0, step / ramp))} if ramp else {}
 
-    static_parts = ("encoder", "decoder")  # the decoder always sees the full max_len window
-    title = "GryphOne"
-    description = "GryphOne (ViT encoder + SAT masked-diffusion decoder)"
-    step_samplers = ("remask", "remask-keep", "mask-predict")
-    log_parts = ("kl", "reader_ce")
-
     def onnx_graphs(self):
         from ..onnx_graphs import MemoryGraph, OnnxGraphs, sat_step_examples
         from .onnx import SATStepGraph
 
-        return OnnxGraphs("sat-step", MemoryGraph(self).eval(), SATStepGraph(self.decoder).eval(), ("mem_k", "mem_v"),
-                          sat_step_examples, self.samplers)
+        return OnnxGraphs("sat-step", MemoryGraph(self).eval(), SATStepGraph(self.decoder).eval(), sat_step_examples,
+                          self.samplers)
 
     def draws(self, batch: dict, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        loss = self.cfg.loss
-        return mask_draws(tuple(batch["symbols"].shape), 2 if loss.rmml else 1, loss.T, generator, loss.mask_mode,
-                          batch["symbols"].device)
+        return loss_draws(self.cfg.loss, tuple(batch["symbols"].shape), generator, batch["symbols"].device)
 
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
              ) -> dict[str, torch.Tensor]:

@@ -8,8 +8,9 @@ never (under-parsing). The convolution is 2D because the memory is a 2D feature 
 rows and columns, and a 1D convolution over the flattened grid would join the end of one row to the
 start of the next and keep vertical neighbours a whole row apart.
 
-Greedy decoding is batched (model.search over `lstm_step`); beam search runs one image at a time, WAP style: a hypothesis that emits
-EOS leaves the beam and the beam shrinks by one, so a beam of width 1 is greedy decoding.
+Greedy decoding is batched (model.search over `lstm_step`); beam search runs one image at a time,
+WAP style: a hypothesis that emits EOS leaves the beam and the beam shrinks by one, so a beam of
+width 1 is greedy decoding.
 """
 from __future__ import annotations
 

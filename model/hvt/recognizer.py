@@ -19,11 +19,11 @@ import torch.nn as nn
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
-from .decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
-from ..search import greedy
 from ..errors import RecognizerConfigError
 from ..layers import EncoderBlock, sincos_1d, sincos_2d
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
+from ..search import greedy
+from .decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
 from .resnet import ResNet, Stride
 
 HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
@@ -185,8 +185,8 @@ class HVT(Recognizer):
         from ..onnx_graphs import OnnxGraphs, lstm_step_examples
         from .onnx import HVTMemoryGraph, HVTStepGraph
 
-        return OnnxGraphs("hvt-step", HVTMemoryGraph(self).eval(), HVTStepGraph(self).eval(),
-                          ("mem_values", "mem_keys", "h", "c"), lstm_step_examples, ("greedy",))
+        return OnnxGraphs("hvt-step", HVTMemoryGraph(self).eval(), HVTStepGraph(self).eval(), lstm_step_examples,
+                          ("greedy",))
 
     def flops_per_image(self, train: bool = True) -> float:
         """Convolutions, patch projection, ViT blocks (with [CLS]) and max_len - 1 decoder steps."""

@@ -13,8 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .arm import AttentionRefinement, CoverageCrossAttention, Refine, exclusive_coverage
 from ..layers import Attention, sincos_1d
+from .arm import AttentionRefinement, CoverageCrossAttention, Refine, exclusive_coverage
 
 
 class CoverageDecoderLayer(nn.Module):

@@ -33,17 +33,16 @@ from tokenizer import LatexError, tokenize
 from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import TokenVocab
 
-from .densenet import DenseNetEncoder, densenet_flops
 from ..encoder import ViTConfig, build_vit, vit_flops
 from ..errors import RecognizerConfigError
 from ..layers import decoder_flops, sincos_1d
-from .decoder import CoverageDecoder, TokenDecoder
-from .search import (PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like,
-                               token_probs)
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from ..search import greedy
-from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 from ..warm_start import encoder_from_file
+from .decoder import CoverageDecoder, TokenDecoder
+from .densenet import DenseNetEncoder, densenet_flops
+from .search import PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like, token_probs
+from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 
 CORRECTIONS = ("iac", "arm", "none")
 
@@ -70,7 +69,7 @@ class PosFormerConfig(RecognizerConfig, ViTConfig):
 
 
 def structure_ids(vocab: TokenVocab) -> torch.Tensor:
-    """bool [V]: the tokens IAC leaves out of the coverage (model/token_forest.is_structure_token)."""
+    """bool [V]: the tokens IAC leaves out of the coverage (token_forest.is_structure_token)."""
     return torch.tensor([is_structure_token(t) for t in vocab.tokens], dtype=torch.bool)
 
 
@@ -88,7 +87,7 @@ class ForestBranch(nn.Module):
         self.relation_head = nn.Sequential(nn.Linear(dim, 128), nn.ReLU(), nn.Linear(128, len(RELATIONS)))
 
     def inputs(self, codes: torch.Tensor) -> torch.Tensor:
-        """Path codes [B, T] (model/token_forest.path_code) -> [B, T, d]."""
+        """Path codes [B, T] (token_forest.path_code) -> [B, T, d]."""
         steps = (codes[..., None] // 4 ** torch.arange(self.levels, device=codes.device)) % 4
         onehot = F.one_hot(steps, 4).flatten(-2).to(self.pos.dtype)
         x = self.embed(onehot)
@@ -222,7 +221,7 @@ class PosFormer(Recognizer):
         from .onnx import PosFormerMemoryGraph, PosFormerStepGraph
 
         return OnnxGraphs("posformer-step", PosFormerMemoryGraph(self).eval(), PosFormerStepGraph(self).eval(),
-                          ("mem_k", "mem_v"), partial(cached_step_examples, coverage=True), ("greedy",))
+                          partial(cached_step_examples, coverage=True), ("greedy",))
 
     # --- decoding -------------------------------------------------------------------------------
     @torch.no_grad()

@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from .decoder import StepState, TokenDecoder
 from ..search import Step
+from .decoder import StepState, TokenDecoder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)

@@ -52,10 +52,6 @@ class Refuser:
                 self._thread.start()
         self._wake.set()
 
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._pending)
-
     def _drain(self) -> None:
         while True:
             with self._lock:
