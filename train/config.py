@@ -5,6 +5,7 @@ Presets (`--config NAME`):
   demo        the README demo: synthetic inks written by datasets_prep.synth, two stages, minutes on a CPU
   tiny        224x224, patch 16, width 128, 4+2 layers, length 150: a smoke run of the paper's canvas
   crohme-cpu  the CPU reference run on CROHME shards (two stages, + real-hand synthetic data; test2014/test2016)
+  print-cpu   printed formulas (IM2LATEX-100K + captions drawn with variation), <= 2 hours on 2 CPU cores
   crohme-ship the run behind the shipped weights: crohme-cpu on `fit`, validated on `valid` (datasets_prep.holdout)
   posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
@@ -98,6 +99,7 @@ class TrainConfig:
     eval_seeds: int = 3                  # sampler seeds for the random re-mask decoder
     eval_samplers: tuple[str, ...] = ("remask", "mask-predict")  # + "remask-keep" (the official sampler)
     eval_beams: tuple[int, ...] = (1,)   # autoregressive recognizers: beam widths to evaluate (1 = greedy)
+    eval_markup: str = ""                # final evaluation: "" HMER metrics; "text" + BLEU-4/edit/exact; "images" + image EM
     num_workers: int = 2
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
@@ -175,6 +177,26 @@ def _crohme_ship() -> TrainConfig:
     return cfg
 
 
+def _print_cpu() -> TrainConfig:
+    """Printed formulas on 2 CPU cores in under two hours, everything included: `crohme-cpu`'s model on
+    64x512 images of printed formulas (`shards/printed-64x512`: IM2LATEX-100K's validation formulas
+    split by formula, plus the CROHME 2014 and HME100K captions as more training formulas, each drawn
+    once with its own size, weight, skew, blur, noise and JPEG; docs/datasets.md), labels as written
+    (im2markup's spacing, which the printed metrics score against), no handwriting synthesis, 50 + 60
+    minutes for GryphOne's two stages and the final evaluation with the image-to-markup metrics (BLEU-4,
+    edit score, exact match, image exact match) on valid, test and test_varied. The one-stage
+    recognizers take the whole budget and count tokens, not SAT positions:
+    `model.kind=ar model.max_len=160 max_minutes=110` (likewise hvt; posformer keeps two stages with
+    `model.encoder=vit model.max_len=160`)."""
+    cfg = _crohme_cpu()
+    cfg.name, cfg.data, cfg.out = "print-cpu", "shards/printed-64x512", "runs/print-cpu"
+    cfg.eval_splits, cfg.eval_markup, cfg.normalize_labels = ("valid", "test", "test_varied"), "images", False
+    cfg.model.max_len, cfg.pretrain.max_len = 120, 160
+    cfg.pretrain.max_minutes, cfg.max_minutes = 50, 60
+    cfg.synth = SynthConfig(count=0)
+    return cfg
+
+
 def _paper() -> TrainConfig:
     """The published recipe, with the official implementation's choices where the paper is silent
     (docs/training.md, docs/model.md): warm-up from 0.2 x lr over 100 steps, lr / 10 at epoch 50; the
@@ -218,6 +240,7 @@ def _hvt_paper() -> TrainConfig:
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
+           "print-cpu": _print_cpu,
            "paper": _paper,
            "posformer-paper": _posformer_paper, "hvt-paper": _hvt_paper}
 

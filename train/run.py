@@ -64,7 +64,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     loaded = load(ckpt, run_device(cfg))
     rec = loaded.recognizer
     specs = default_specs(rec, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds, beams=cfg.eval_beams)
-    results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs)
+    results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs, markup=cfg.eval_markup)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)
     report = {"step": loaded.step, "results": results}
@@ -118,6 +118,10 @@ def _synth_split(cfg: TrainConfig, is_main: bool) -> Path | None:
     raise ValueError(f"{marker}: rank 0 did not finish the synthetic set within 2 hours")
 
 
+MARKUP_MODES = ("", "text", "images")
+"""eval_markup: none, the image-to-markup text metrics, or those plus image exact match."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m train.run", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1] + "\n" + config_module.__doc__.split("\n\n", 1)[1]
@@ -136,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = apply_overrides(preset(args.config), args.overrides)
     except (ValueError, RecognizerConfigError) as exc:
         ap.error(str(exc))
+    if cfg.eval_markup not in MARKUP_MODES:
+        ap.error(f"eval_markup={cfg.eval_markup!r}: choose from {', '.join(map(repr, MARKUP_MODES))}")
     if args.data:
         cfg.data = args.data
     if args.out:

@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
                         "source layout) instead of handwriting InkML")
     p.add_argument("--renderer", choices=("layout", "tex"), default="layout",
                    help="with --style print: the project's layout engine (no TeX needed) or latex + dvipng")
+    p.add_argument("--vary", action="store_true",
+                   help="with --style print: each image its own size, stroke weight, slight skew, blur, noise and "
+                        "JPEG quality, drawn from --seed and its index (ranges: datasets_prep/synth/print_variation.py; "
+                        "recorded in print_summary.json)")
     p.add_argument("--dpi", type=int, default=None, help="with --renderer tex: dvipng resolution (default 160)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -99,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.depth < 0 or args.length < 1:
         print("error: --depth must be >= 0 and --length >= 1", file=sys.stderr)
+        return 2
+    if args.vary and args.style != "print":
+        print("error: --vary varies printed formulas: use it with --style print", file=sys.stderr)
         return 2
     if args.style == "print":
         from .print_set import run_cli

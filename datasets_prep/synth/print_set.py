@@ -26,6 +26,7 @@ from ..names import plain_name
 from ..render import png_bytes
 from ..sources.im2latex import im2latex_label
 from .errors import SynthError
+from .print_variation import PrintVariation
 from .printed import PrintStyle, render_print
 
 RENDERERS = ("layout", "tex")
@@ -39,18 +40,22 @@ def image_name(index: int) -> str:
 
 
 def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train", renderer: str = "layout",
-                  style: PrintStyle = PrintStyle(), dpi: int | None = None, progress: bool = False) -> dict:
+                  style: PrintStyle = PrintStyle(), dpi: int | None = None, progress: bool = False,
+                  variation: PrintVariation | None = None) -> dict:
     """Render every label to out/<split>/; returns the summary (written, skipped list, reasons, the
-    time and formulas/s). Raises ValueError on a bad split or renderer, tex.TexUnavailable without TeX."""
+    time and formulas/s, the variation's ranges). With `variation`, each image draws its own size,
+    stroke weight, skew, blur, noise and JPEG quality from (variation.seed, its index); the TeX
+    renderer takes the degradations but keeps its own size and weight.
+    Raises ValueError on a bad split or renderer, tex.TexUnavailable without TeX."""
     if renderer not in RENDERERS:
         raise ValueError(f"unknown renderer {renderer!r} (choose from {', '.join(RENDERERS)})")
     plain_name(split)
     if renderer == "tex":
         from .tex import DEFAULT_DPI, check_tex, render_tex
         check_tex()
-        draw = lambda latex: render_tex(latex, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))  # noqa: E731
+        draw = lambda latex, st: render_tex(latex, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))  # noqa: E731
     else:
-        draw = lambda latex: render_print(latex, style)  # noqa: E731
+        draw = lambda latex, st: render_print(latex, st)  # noqa: E731
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / LABELS).is_file():  # a previous run's images would otherwise linger unlabelled
@@ -68,7 +73,12 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
         try:
             if not latex:
                 raise SynthError(raw, "empty label")
-            data = png_bytes(draw(latex), level=6)
+            if variation is None:
+                image = draw(latex, style)
+            else:
+                rng = variation.rng(i)
+                image = variation.degrade(draw(latex, variation.style(style, rng)), rng)
+            data = png_bytes(image, level=6)
         except SynthError as e:
             skipped.append({"index": i, "label": raw, "reason": e.reason})
             reasons[re.sub(r" \(at token \d+\)$", "", e.reason)] += 1
@@ -86,7 +96,8 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     summary = {"written": len(rows), "skipped": skipped, "reasons": dict(reasons.most_common()), "out": str(folder),
                "split": split, "renderer": renderer, "bytes": nbytes, "seconds": round(seconds, 3),
                "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None,
-               "cpu_seconds": round(cpu, 3)}  # this process only (TeX runs in children); steadier on a busy machine
+               "cpu_seconds": round(cpu, 3),
+               "variation": None if variation is None else variation.summary()}  # this process only (TeX runs in children); steadier on a busy machine
     atomic_write(folder / SUMMARY, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     return summary
 
@@ -118,8 +129,9 @@ def run_cli(args) -> int:
     if args.count is not None and args.count > 0:
         labels = labels[:args.count]  # the first N (a printed formula drawn twice is the same image)
     try:
+        variation = PrintVariation(seed=args.seed) if args.vary else None
         summary = write_printed(labels, args.out, split=args.split or "train", renderer=args.renderer, dpi=args.dpi,
-                                progress=not args.quiet)
+                                progress=not args.quiet, variation=variation)
     except TexUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -132,7 +144,7 @@ def run_cli(args) -> int:
         print(f"wrote {summary['written']} printed formulas ({summary['bytes'] / 1e6:.2f} MB) to {summary['out']} "
               f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, "
               f"{summary['cpu_seconds']:.1f} s CPU, "
-              f"renderer {args.renderer})")
+              f"renderer {args.renderer}{', varied' if args.vary else ''})")
     if summary["skipped"]:
         n = len(summary["skipped"])
         print(f"skipped {n} of {len(labels)} formula(s) that cannot be drawn (listed in "
