@@ -23,6 +23,43 @@ from pathlib import Path
 from .readers import InkError
 
 ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
+INFLATE_RATIO = 200
+INFLATE_FLOOR = 256 << 20
+"""An archive may inflate to at most max(INFLATE_FLOOR, INFLATE_RATIO x its own size) in all. Real
+datasets stay far below (InkML and PNG compress 1-20x); a bz2 stream of zeros inflates ~10^6x, so a
+1 KB .tar.bz2 costs seconds of CPU and a 1 MB one hours. Past the budget the rest of the archive is
+refused with one error (the members before it are kept), since a tar stream cannot reach a later
+member without inflating the one before it."""
+
+
+def inflate_budget(archive_bytes: int) -> int:
+    return max(INFLATE_FLOOR, INFLATE_RATIO * archive_bytes)
+
+
+class InflationBudgetError(OSError):
+    """The archive inflates past inflate_budget (a decompression bomb, or not a dataset archive)."""
+
+
+class _BudgetedStream(io.RawIOBase):
+    """The decompressed tar stream, counted: raises InflationBudgetError past `budget` bytes."""
+
+    def __init__(self, f, budget: int):
+        self._f, self._budget, self.inflated = f, budget, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self._f.readinto(b) or 0
+        self.inflated += n
+        if self.inflated > self._budget:
+            raise InflationBudgetError(f"it inflates past {self._budget} bytes ({INFLATE_RATIO}x its size, at least "
+                                       f"{INFLATE_FLOOR >> 20} MB): a decompression bomb, or not a dataset archive")
+        return n
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
 
 
 def is_archive(path: Path) -> bool:
@@ -104,8 +141,9 @@ def _iter_tar(path: Path, max_bytes: int, on_read, wanted=None) -> Iterator[Memb
     try:
         with open(path, "rb") as raw:
             counted = io.BufferedReader(_CountingReader(raw, on_read), 1 << 20)
-            stream = _decompressed(counted, path)
-            with stream, tarfile.open(fileobj=stream, mode="r|") as tf:
+            inner = _decompressed(counted, path)
+            stream = _BudgetedStream(inner, inflate_budget(path.stat().st_size))
+            with inner, tarfile.open(fileobj=stream, mode="r|") as tf:
                 for m in tf:
                     tf.members = []  # stream mode keeps every header read: ~350 B per member, 630k members
                     try:
@@ -135,7 +173,7 @@ def _iter_tar(path: Path, max_bytes: int, on_read, wanted=None) -> Iterator[Memb
                     data = f.read() if f is not None else b""
                     last = name
                     yield Member(name, data)
-            if getattr(stream, "truncated", False):
+            if getattr(inner, "truncated", False):
                 raise EOFError("compressed stream ends before its end-of-stream marker (truncated file)")
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
         yield InkError(str(path), "archive", f"archive unreadable after member {last!r}: {e}", "broken-archive")
@@ -208,12 +246,19 @@ def _decompressed(f, path: Path):
     return contextlib.nullcontext(f)
 
 
+def _zip_over_budget(path: Path, name: str) -> InkError:
+    return InkError(str(path), "archive", f"archive refused from member {name!r} on: its members inflate past "
+                    f"{inflate_budget(path.stat().st_size)} bytes ({INFLATE_RATIO}x its size, at least "
+                    f"{INFLATE_FLOOR >> 20} MB): a decompression bomb, or not a dataset archive", "broken-archive")
+
+
 def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkError]:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
         yield InkError(str(path), "archive", f"not a readable zip archive: {e}", "broken-archive")
         return
+    budget = inflate_budget(path.stat().st_size)
     with zf:
         for info in zf.infolist():
             try:
@@ -238,12 +283,19 @@ def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkE
                 yield InkError(where, "read", f"member is {info.file_size} bytes, over the limit of {max_bytes}",
                                "too-large")
                 continue
+            if info.file_size > budget:
+                yield _zip_over_budget(path, name)
+                return
             try:
                 with zf.open(info) as f:
-                    data = f.read(max_bytes + 1)
+                    data = f.read(min(max_bytes, budget) + 1)
             except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as e:
                 yield InkError(where, "archive", f"member unreadable: {e}", "broken-archive")
                 continue
+            budget -= len(data)
+            if budget < 0:  # the header promised less than the member gives
+                yield _zip_over_budget(path, name)
+                return
             if len(data) > max_bytes:  # the header lied about the size
                 yield InkError(where, "read", f"member inflates past the limit of {max_bytes} bytes", "too-large")
                 continue
