@@ -511,3 +511,51 @@ def test_a_client_that_resets_its_connection_is_one_log_line_not_a_traceback(bac
     time.sleep(0.5)
     running.close()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_two_hundred_concurrent_requests_are_answered_or_refused_and_gone_clients_cost_nothing(backend, monkeypatch):
+    """The load the server is built for: 200 clients at once, half of which hang up right after
+    sending. Every client that waits gets a 200 or a 503 (none is left without an answer), the
+    server holds a bounded number of threads, and the model runs for no more requests than there
+    were clients still waiting."""
+    from train.serve.app import make_server
+
+    running = Running(make_server(backend, "127.0.0.1", 0, log=lambda line: None))
+    calls = []
+    real = backend._model.recognize
+
+    def slow(*a, **k):
+        calls.append(1)
+        time.sleep(0.01)
+        return real(*a, **k)
+
+    monkeypatch.setattr(backend._model, "recognize", slow)
+    host, port = running.server.server_address[:2]
+    body = json.dumps({"strokes": [[[0, 0], [10, 10], [20, 0]]]}).encode()
+    head = (b"POST /api/recognize HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))
+    answers: dict[int, str] = {}
+    peak = [0]
+
+    def client(i: int) -> None:
+        try:
+            with socket.create_connection((host, port), timeout=60) as s:
+                s.sendall(head + body)
+                if i % 2:  # gone at once
+                    return
+                answers[i] = s.recv(64).decode("latin-1")
+        except OSError as e:
+            answers[i] = f"error {e}"
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(200)]
+    for t in threads:
+        t.start()
+        peak[0] = max(peak[0], threading.active_count())
+    for t in threads:
+        t.join(90)
+    running.close()
+    waited = [answers.get(i, "no answer") for i in range(0, 200, 2)]
+    assert all(a.startswith(("HTTP/1.1 200", "HTTP/1.1 503")) for a in waited), waited
+    print(f"200s {sum(a.startswith('HTTP/1.1 200') for a in waited)}, 503s {sum(a.startswith('HTTP/1.1 503') for a in waited)}, model calls {len(calls)}")
+    assert len(calls) <= 100 + 5  # at most the clients still waiting (a few hang-ups may land mid-computation)
+    assert threading.active_count() < 50
