@@ -140,7 +140,7 @@ def ar_row(args, diff, device) -> dict:
     ar = ar_beside(diff, args.ar_tokens, num_tokens=SHAPES["paper"].vocab[0])
     fast = compile_for_decoding(copy.deepcopy(ar))
     images = [torch.rand(1, 1, *diff.render.size, device=device) for _ in range(args.fps_repeats)]
-    row = {"decoder": f"ar-greedy-{args.ar_tokens}tok", "batch": 1}
+    row = {"decoder": f"greedy-{args.ar_tokens}tok", "batch": 1}
     spec = DecodeSpec("greedy")
     with torch.no_grad(), _autocast(device):
         times = time_per_image(lambda im: ar_fixed_steps(ar, im, args.ar_tokens), images, 2, device)

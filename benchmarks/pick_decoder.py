@@ -23,12 +23,14 @@ def pick(metrics: dict[str, dict]) -> tuple[str, int]:
 
     def key(name: str):
         stochastic = name.startswith("remask")
-        steps = int(re.search(r"-T(\d+)$", name).group(1)) if re.search(r"-T(\d+)$", name) else 1
+        width = re.search(r"(?:-T|beam)(\d+)$", name)  # refinement steps, or beam width: the cost
+        steps = int(width.group(1)) if width else 1
         return (stochastic, steps, -metrics[name]["em"])
 
     name = min(close, key=key)
-    if name.startswith("ar-"):  # the token recognizers: SAMPLER WIDTH
-        return ("greedy", 1) if name == "ar-greedy" else ("beam", int(name.removeprefix("ar-beam")))
+    token = re.fullmatch(r"(?:ar-)?(greedy|beam(\d+))", name)  # the token recognizers (`ar-` in reports before 2026-12-05)
+    if token:
+        return ("greedy", 1) if token.group(1) == "greedy" else ("beam", int(token.group(2)))
     sampler, T = re.fullmatch(r"(.+)-T(\d+)", name).groups()
     return sampler, int(T)
 

@@ -28,8 +28,8 @@ class DecodeSpec:
 
     @property
     def name(self) -> str:
-        if self.sampler in ("greedy", "beam"):
-            return "ar-greedy" if self.beam <= 1 else f"ar-beam{self.beam}"
+        if self.sampler in ("greedy", "beam"):  # every token recognizer's: the decoder, not whose it is
+            return "greedy" if self.beam <= 1 else f"beam{self.beam}"
         return f"{self.sampler}-T{self.T}"
 
 

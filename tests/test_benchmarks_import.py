@@ -116,7 +116,9 @@ def test_pick_decoder_prefers_the_deterministic_and_the_shorter_within_half_a_po
         == ("mask-predict", 10)
     assert pick.pick({"remask-T10": m(0.31), "mask-predict-T10": m(0.30)}) == ("remask", 10)
     assert pick.pick({"mask-predict-T20": m(0.301), "mask-predict-T10": m(0.300)}) == ("mask-predict", 10)
-    assert pick.pick({"ar-greedy": m(0.34), "ar-beam5": m(0.36)}) == ("beam", 5)
+    assert pick.pick({"greedy": m(0.34), "beam5": m(0.36)}) == ("beam", 5)
+    assert pick.pick({"ar-greedy": m(0.34), "ar-beam5": m(0.36)}) == ("beam", 5)  # reports written before the rename
+    assert pick.pick({"greedy": m(0.36), "beam5": m(0.36)}) == ("greedy", 1)
 
 
 def test_the_device_check_runs_every_part_on_cpu(micro_shards, tmp_path):
@@ -131,5 +133,5 @@ def test_the_device_check_runs_every_part_on_cpu(micro_shards, tmp_path):
     assert all("images_per_s" in r for r in report["train"]), report["train"]
     fps = {r["decoder"]: r for r in report["fps"]}
     assert fps["mask-predict-T1"]["outputs_equal"] and fps["remask-T1"]["outputs_equal"], fps
-    assert fps["ar-greedy-4tok"]["eager_fps"] > 0 and fps["ar-greedy-4tok"]["outputs_equal"], fps
+    assert fps["greedy-4tok"]["eager_fps"] > 0 and fps["greedy-4tok"]["outputs_equal"], fps
     assert report["loader"][0]["workers"] == 0 and report["loader"][0]["images_per_s"] > 0
