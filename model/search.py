@@ -1,4 +1,4 @@
-"""Greedy search over a step function: one loop for every token recognizer.
+"""Greedy and beam search over a step function: one of each for every token recognizer.
 
 A recognizer decodes by handing `greedy` a step (CoMER's `DecodeModel` form): `step(last, pos)` takes
 the token each row emitted last ([B] ids, BOS at pos 0) and returns the next token's scores [B, V]
@@ -8,6 +8,13 @@ model/onnx_samplers.greedy is the same loop in NumPy over the exported step grap
 
 Stopping: a row that has emitted EOS writes PAD from then on; the loop ends when every row has ended
 (one value read back from the device per step) or after max_len - 1 tokens.
+
+Beam search takes the same step over `width` rows of one image, plus `step.reorder(src)`, which keeps
+the carried state of rows `src` (the source hypothesis of each survivor; `with_reorder` attaches it).
+Its rule is CoMER's: each step ranks the 2 x width best continuations; a stop token ends a hypothesis
+only when it ranks within the top `width`, the others fill the beam; the search ends once `width`
+hypotheses have ended (so width 1 is exactly greedy) or at max_len, where the open hypotheses are
+scored as they are. Score = log p / (tokens after start) ** length_penalty.
 """
 from __future__ import annotations
 
@@ -19,6 +26,13 @@ from tokenizer.vocab import TokenVocab
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 Step = Callable[[torch.Tensor, int], torch.Tensor]
+Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)
+
+
+def with_reorder(step: Step, reorder: Callable[[torch.Tensor], None]) -> Step:
+    """`step` made usable by `beam`: reorder(src [R]) keeps the carried state of rows src."""
+    step.reorder = reorder  # type: ignore[attr-defined]
+    return step
 
 
 @torch.no_grad()
@@ -33,4 +47,51 @@ def greedy(step: Step, batch: int, max_len: int, device: torch.device | str) -> 
         done |= nxt == EOS
         if done.all():
             return out[:, : pos + 2]
+    return out
+
+
+@torch.no_grad()
+def beam(step: Step, width: int, max_len: int, device: torch.device | str, *, start: int = BOS, stop: int = EOS,
+         length_penalty: float = 1.0) -> list[Hyp]:
+    """The finished hypotheses of one image whose step runs over `width` rows (see the module doc)."""
+    seqs = torch.full((width, 1), start, dtype=torch.long, device=device)
+    scores = torch.zeros(width, device=device)
+    scores[1:] = float("-inf")  # all rows start identical: expand the first only
+    finished: list[Hyp] = []
+    for pos in range(max_len - 1):
+        logp = step(seqs[:, -1], pos).float().log_softmax(-1)
+        cand = (scores[:, None] + logp).view(-1)
+        top, idx = cand.topk(min(2 * width, cand.numel()))
+        src, tok, score = [], [], []
+        for rank, (s, j) in enumerate(zip(top.tolist(), idx.tolist())):
+            if s == float("-inf") or len(src) == width:
+                break
+            row, t = divmod(j, logp.shape[1])
+            if t != stop:
+                src.append(row), tok.append(t), score.append(s)
+            elif rank < width:
+                finished.append((s / (pos + 1) ** length_penalty, torch.cat([seqs[row], seqs.new_tensor([stop])])))
+        if len(finished) >= width or not src:
+            break
+        while len(src) < width:  # dead copies keep the rows' shape
+            src.append(src[0]), tok.append(tok[0]), score.append(float("-inf"))
+        src_t, tok_t = torch.tensor(src, device=device), torch.tensor(tok, device=device)
+        step.reorder(src_t)  # type: ignore[attr-defined]
+        seqs = torch.cat([seqs[src_t], tok_t[:, None]], 1)
+        scores = torch.tensor(score, device=device)
+    if not finished:  # out of length: the best open hypothesis
+        best = int(scores.argmax())
+        finished.append((scores[best].item() / (seqs.shape[1] - 1) ** length_penalty, seqs[best]))
+    return finished
+
+
+def best(hyps: list[Hyp]) -> torch.Tensor:
+    return max(hyps, key=lambda h: h[0])[1]
+
+
+def pad_rows(rows: list[torch.Tensor], device: torch.device | str) -> torch.Tensor:
+    """Variable-length id rows -> [B, longest], PAD after each."""
+    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long, device=device)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
     return out

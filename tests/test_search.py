@@ -9,7 +9,7 @@ import torch
 from builders import tiny_model, token_labels
 from model import DecodeSpec
 from model.ar.decoder import cached_step, static_step
-from model.search import BOS, EOS, PAD, greedy
+from model.search import BOS, EOS, PAD, beam, best, greedy, with_reorder
 
 B, MAX_LEN = 6, 12
 
@@ -87,3 +87,57 @@ def test_the_fixed_shape_ar_step_reads_what_the_growing_cache_reads():
         eager = model.decode_ids(images(), DecodeSpec("greedy"))
         model.static_decoding = True  # what train.compiled.compile_for_decoding switches on
         assert torch.equal(model.decode_ids(images(), DecodeSpec("greedy")), eager)
+
+
+def prefix_step(score_rows, width: int):
+    """A beam step with no carried state: it keeps every row's whole prefix and rescores it each call,
+    so its `reorder` only reorders prefixes (what a carried cache or coverage must reproduce)."""
+    rows = [torch.full((width, 0), 0, dtype=torch.long)]
+
+    def step(last, pos):
+        rows[0] = torch.cat([rows[0], last[:, None]], 1)
+        return score_rows(rows[0])
+
+    def reorder(src):
+        rows[0] = rows[0][src]
+    return with_reorder(step, reorder)
+
+
+def one_image_scorer(model, i: int, width: int):
+    """The teacher-forced pass of image i over `width` prefixes: last position's log-probabilities."""
+    img = images()[i: i + 1]
+    if model.kind == "ar":
+        kv = [(k.expand(width, -1, -1, -1), v.expand(width, -1, -1, -1))
+              for k, v in model.decoder.memory_kv(model.encoder(img))]
+        return lambda prefix: model.decoder(prefix, kv)[:, -1].float().log_softmax(-1)
+    if model.kind == "posformer":
+        kv = [(k.expand(width, -1, -1, -1), v.expand(width, -1, -1, -1))
+              for k, v in model.decoder.stack.memory_kv(model.encode(img))]
+
+        def posformer(prefix):
+            keep = torch.cat([model.keep[prefix[:, 1:]], torch.ones(width, 1, dtype=torch.bool)], 1)
+            return model.decoder(prefix, kv, keep)[:, -1].float().log_softmax(-1)
+        return posformer
+    memory, state = model.start(img)
+    memory, state = memory.expand(width), state.select(torch.zeros(width, dtype=torch.long))
+    dummy = torch.full((width, 1), PAD, dtype=torch.long)
+    return lambda prefix: model.decoder.teacher_forced(torch.cat([prefix, dummy], 1), state, memory)[0][:, -1]
+
+
+@pytest.mark.parametrize("kind,kw", [("ar", {}), ("posformer", {}), ("posformer", {"encoder": "vit"}),
+                                     ("hvt", {})])
+def test_beam_over_the_carried_state_reads_what_recomputing_the_prefix_reads(kind, kw):
+    """One beam search for every token recognizer: its carried state (cache, coverage, LSTM), reordered
+    with the survivors, gives the hypotheses that rescoring whole prefixes gives; width 1 is greedy."""
+    model = model_of(kind, **kw)
+    width = 3
+    with torch.no_grad():
+        fast = model.decode_ids(images(), DecodeSpec("beam", beam=width))
+        for i in range(B):
+            ref = best(beam(prefix_step(one_image_scorer(model, i, width), width), width, MAX_LEN, "cpu"))
+            row = fast[i][: len(ref)]
+            assert torch.equal(row, ref) and set(fast[i][len(ref):].tolist()) <= {PAD}, (i, fast[i], ref)
+        greedy_rows = model.decode_ids(images(), DecodeSpec("greedy"))
+        for i in range(B):  # the search itself at width 1 (decode_ids sends beam 1 to greedy)
+            one = best(beam(prefix_step(one_image_scorer(model, i, 1), 1), 1, MAX_LEN, "cpu"))
+            assert torch.equal(greedy_rows[i][: len(one)], one), (i, greedy_rows[i], one)

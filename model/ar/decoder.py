@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from tokenizer.vocab import TokenVocab
 
 from ..layers import DecoderBlock, position_table
-from ..search import Step
+from ..search import Step, best, pad_rows, with_reorder
+from ..search import beam as search_beam
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -62,7 +63,11 @@ def cached_step(decoder: ARDecoder, mem_kv) -> Step:
 
     def step(last: torch.Tensor, pos: int) -> torch.Tensor:
         return decoder(last[:, None], mem_kv, caches, start=pos)[:, -1]
-    return step
+
+    def reorder(src: torch.Tensor) -> None:
+        for c in caches:
+            c["k"], c["v"] = c["k"][src], c["v"][src]
+    return with_reorder(step, reorder)
 
 
 def static_step(decoder: ARDecoder, mem_kv) -> Step:
@@ -96,52 +101,10 @@ def token_probs(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def beam_search(decoder: ARDecoder, mem_kv, beam: int = 5, length_penalty: float = 1.0) -> torch.Tensor:
-    """Beam search, one image at a time (batch of beams); score = log p / len**length_penalty."""
-    results = []
+    """model.search.beam, one image at a time: the best hypothesis per image, padded."""
+    rows = []
     for i in range(mem_kv[0][0].shape[0]):
         kv = [(k[i: i + 1].expand(beam, -1, -1, -1), v[i: i + 1].expand(beam, -1, -1, -1)) for k, v in mem_kv]
-        results.append(_beam_one(decoder, kv, beam, length_penalty))
-    width = max(len(r) for r in results)
-    out = torch.full((len(results), width), PAD, dtype=torch.long, device=mem_kv[0][0].device)
-    for i, r in enumerate(results):
-        out[i, : len(r)] = r
-    return out
-
-
-def _beam_one(decoder: ARDecoder, kv, beam: int, length_penalty: float) -> torch.Tensor:
-    dev = kv[0][0].device
-    caches: list[dict] = [{} for _ in decoder.blocks]
-    seqs = torch.full((beam, 1), BOS, dtype=torch.long, device=dev)
-    scores = torch.zeros(beam, device=dev)
-    scores[1:] = float("-inf")  # all beams start identical: expand from the first only
-    finished: list[tuple[float, torch.Tensor]] = []
-    for pos in range(decoder.max_len - 1):
-        logp = decoder(seqs[:, -1:], kv, caches, start=pos)[:, -1].float().log_softmax(-1)
-        cand = (scores[:, None] + logp).view(-1)
-        top, idx = cand.topk(2 * beam)
-        vocab = logp.shape[1]
-        keep_src, keep_tok, keep_score = [], [], []
-        for s, j in zip(top.tolist(), idx.tolist()):
-            src, tok = divmod(j, vocab)
-            if s == float("-inf"):
-                break
-            if tok == EOS:
-                seq = torch.cat([seqs[src], torch.tensor([EOS], device=dev)])
-                finished.append((s / (len(seq) - 1) ** length_penalty, seq))
-            else:
-                keep_src.append(src), keep_tok.append(tok), keep_score.append(s)
-            if len(keep_src) == beam:
-                break
-        best_done = max((f[0] for f in finished), default=float("-inf"))
-        if not keep_src or len(finished) >= beam and best_done >= max(keep_score) / (pos + 2) ** length_penalty:
-            break
-        while len(keep_src) < beam:  # pad the beam with dead copies
-            keep_src.append(keep_src[0]), keep_tok.append(keep_tok[0]), keep_score.append(float("-inf"))
-        src_t = torch.tensor(keep_src, device=dev)
-        for c in caches:
-            c["k"], c["v"] = c["k"][src_t], c["v"][src_t]
-        seqs = torch.cat([seqs[src_t], torch.tensor(keep_tok, device=dev)[:, None]], 1)
-        scores = torch.tensor(keep_score, device=dev)
-    if not finished:  # ran out of length: take the best open hypothesis
-        finished.append((scores.max().item(), seqs[scores.argmax()]))
-    return max(finished, key=lambda f: f[0])[1]
+        rows.append(best(search_beam(cached_step(decoder, kv), beam, decoder.max_len, kv[0][0].device,
+                                     length_penalty=length_penalty)))
+    return pad_rows(rows, mem_kv[0][0].device)

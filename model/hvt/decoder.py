@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Step
+from ..search import Step, best, pad_rows, with_reorder
+from ..search import beam as search_beam
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -156,42 +157,21 @@ def lstm_step(decoder: CoverageLSTMDecoder, memory: Memory, state: State) -> Ste
     def step(last: torch.Tensor, pos: int) -> torch.Tensor:
         logits, carried[0], _ = decoder.step(last, carried[0], memory)
         return logits
-    return step
+
+    def reorder(src: torch.Tensor) -> None:
+        carried[0] = carried[0].select(src)
+    return with_reorder(step, reorder)
 
 
 @torch.no_grad()
 def beam_search(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int, beam: int,
                 length_penalty: float = 1.0) -> torch.Tensor:
-    """Beam search per image; the best finished hypothesis by log p / length**length_penalty."""
-    rows = [_beam_one(decoder, Memory(memory.values[i: i + 1], memory.keys[i: i + 1]),
-                      state.select(torch.tensor([i], device=memory.values.device)), max_len, beam, length_penalty)
-            for i in range(memory.values.shape[0])]
-    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long, device=memory.values.device)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out
-
-
-def _beam_one(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int, beam: int,
-              length_penalty: float) -> torch.Tensor:
+    """model.search.beam, one image at a time: the best hypothesis per image, padded."""
     dev = memory.values.device
-    seqs = torch.full((1, 1), BOS, dtype=torch.long, device=dev)
-    scores = torch.zeros(1, device=dev)
-    finished: list[tuple[float, torch.Tensor]] = []
-    for _ in range(max_len - 1):
-        logits, state, _ = decoder.step(seqs[:, -1], state, memory.expand(seqs.shape[0]))
-        logp = logits.float().log_softmax(-1)
-        vocab = logp.shape[1]
-        top, idx = (scores[:, None] + logp).view(-1).topk(min(beam - len(finished), logp.numel()))
-        src, tok = idx // vocab, idx % vocab
-        for s, i in zip(top[tok == EOS].tolist(), src[tok == EOS].tolist()):
-            seq = torch.cat([seqs[i], seqs.new_tensor([EOS])])
-            finished.append((s / (len(seq) - 1) ** length_penalty, seq))
-        keep = tok != EOS
-        if not keep.any():
-            break
-        seqs = torch.cat([seqs[src[keep]], tok[keep, None]], 1)
-        scores, state = top[keep], state.select(src[keep])
-    else:  # out of length: the open hypotheses compete as they are
-        finished += [(s / (seqs.shape[1] - 1) ** length_penalty, seq) for s, seq in zip(scores.tolist(), seqs)]
-    return max(finished, key=lambda f: f[0])[1]
+    rows = []
+    for i in range(memory.values.shape[0]):
+        one = Memory(memory.values[i: i + 1], memory.keys[i: i + 1]).expand(beam)
+        start = state.select(torch.full((beam,), i, dtype=torch.long, device=dev))
+        rows.append(best(search_beam(lstm_step(decoder, one, start), beam, max_len, dev,
+                                     length_penalty=length_penalty)))
+    return pad_rows(rows, dev)

@@ -12,11 +12,12 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Step
+from ..search import Hyp, Step, pad_rows, with_reorder
+from ..search import beam as search_beam
+from ..search import best as best_hyp
 from .decoder import StepState, TokenDecoder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
-Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)
 
 
 def coverage_step(dec: TokenDecoder, mem_kv, keep: torch.Tensor) -> Step:
@@ -28,58 +29,19 @@ def coverage_step(dec: TokenDecoder, mem_kv, keep: torch.Tensor) -> Step:
         if pos:
             state.commit(keep[last])
         return dec.step(last, pos, mem_kv, state)
-    return step
+    return with_reorder(step, state.reorder)
 
 
-@torch.no_grad()
 def beam_one(dec: TokenDecoder, kv, keep: torch.Tensor, max_len: int, beam: int, length_penalty: float = 1.0,
              start: int = BOS, stop: int = EOS) -> list[Hyp]:
-    """Beam search for one image (kv: its memory keys/values expanded to `beam` rows); returns the
-    finished hypotheses. A stop token ends a hypothesis only when it ranks within the top `beam`
-    candidates, and the search ends once `beam` have ended (so width 1 is greedy); score =
-    log p / (tokens after start) ** length_penalty."""
-    dev = kv[0][0].device
-    state = StepState.empty(len(dec.stack.layers))
-    seqs = torch.full((beam, 1), start, dtype=torch.long, device=dev)
-    scores = torch.zeros(beam, device=dev)
-    scores[1:] = float("-inf")  # all rows start identical: expand the first only
-    finished: list[Hyp] = []
-    for pos in range(max_len - 1):
-        logp = dec.step(seqs[:, -1], pos, kv, state)
-        top, idx = (scores[:, None] + logp).view(-1).topk(2 * beam)
-        src, tok, score = [], [], []
-        for rank, (s, j) in enumerate(zip(top.tolist(), idx.tolist())):
-            if s == float("-inf") or len(src) == beam:
-                break
-            row, t = divmod(j, logp.shape[1])
-            if t != stop:
-                src.append(row), tok.append(t), score.append(s)
-            elif rank < beam:
-                finished.append((s / (pos + 1) ** length_penalty, torch.cat([seqs[row], seqs.new_tensor([stop])])))
-        if len(finished) >= beam or not src:
-            break
-        while len(src) < beam:  # dead copies keep the batch shape
-            src.append(src[0]), tok.append(tok[0]), score.append(float("-inf"))
-        src_t, tok_t = torch.tensor(src, device=dev), torch.tensor(tok, device=dev)
-        state.reorder(src_t)
-        state.commit(keep[tok_t])
-        seqs = torch.cat([seqs[src_t], tok_t[:, None]], 1)
-        scores = torch.tensor(score, device=dev)
-    if not finished:  # out of length: the best open hypothesis
-        best = int(scores.argmax())
-        finished.append((scores[best].item() / (seqs.shape[1] - 1) ** length_penalty, seqs[best]))
-    return finished
+    """model.search.beam for one image (kv: its memory keys/values expanded to `beam` rows), in the
+    direction `start` ... `stop`: the finished hypotheses."""
+    return search_beam(coverage_step(dec, kv, keep), beam, max_len, kv[0][0].device, start=start, stop=stop,
+                       length_penalty=length_penalty)
 
 
 def _expand(mem_kv, i: int, rows: int):
     return [(k[i: i + 1].expand(rows, -1, -1, -1), v[i: i + 1].expand(rows, -1, -1, -1)) for k, v in mem_kv]
-
-
-def pad_rows(rows: list[torch.Tensor], device) -> torch.Tensor:
-    out = torch.full((len(rows), max(len(r) for r in rows)), PAD, dtype=torch.long, device=device)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out
 
 
 @torch.no_grad()
@@ -89,7 +51,7 @@ def beam_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, bea
     best = []
     for i in range(mem_kv[0][0].shape[0]):
         hyps = beam_one(dec, _expand(mem_kv, i, beam), keep, max_len, beam, length_penalty)
-        best.append(max(hyps, key=lambda h: h[0])[1])
+        best.append(best_hyp(hyps))
     return pad_rows(best, mem_kv[0][0].device)
 
 
