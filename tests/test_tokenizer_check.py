@@ -252,16 +252,3 @@ def test_against_on_real_crohme(shared_data, capsys):
     # measured (BENCHMARKS.md, "Leakage check"): both files use the same space-separated spelling
     assert (t["exact"], t["normalized"]) == (30, 30)
     assert all(e["train"].startswith(f"{train}:") for e in lk["examples"]["exact"])
-
-
-def test_the_counting_helper_counts_as_counter_update_does():
-    """tokenizer.check counts with CPython's C helper where there is one, else count_into: the same."""
-    from collections import Counter
-
-    from tokenizer.check import _count, count_into
-
-    items = ["a", "b", "a", ("x", 1), "a"]
-    for helper in (_count, count_into):
-        got = Counter({"a": 2})
-        helper(got, items)
-        assert got == Counter({"a": 5, "b": 1, ("x", 1): 1})

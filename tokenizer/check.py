@@ -21,20 +21,6 @@ from itertools import chain
 from operator import attrgetter
 from typing import Iterable, Iterator, Sequence
 
-
-
-def count_into(mapping: dict, iterable: Iterable) -> None:
-    """Counter.update(iterable) without its per-call Mapping check, in Python."""
-    get = mapping.get
-    for item in iterable:
-        mapping[item] = get(item, 0) + 1
-
-
-try:  # CPython's C helper behind Counter.update: count_into at C speed (the hot loop's)
-    from collections import _count_elements as _count
-except ImportError:  # another Python
-    _count = count_into
-
 from .chunkcheck import ChunkResult, check_chunk, position_key
 from .corpus import FORMATS, Line, NotACorpus, Skipped, open_source, read_corpus, refuse_binary
 from .errors import LatexError
@@ -193,10 +179,9 @@ class CorpusCheck:
         self.sat_lengths += res.sat_lengths * weight
         for target, items in ((self.symbols, res.symbols), (self._position_counts, res.positions)):
             if weight == 1:
-                _count(target, items)
+                target.update(items)
                 continue
-            counts: Counter = Counter()
-            _count(counts, items)
+            counts = Counter(items)
             for key, c in counts.items():
                 target[key] += c * weight
 
@@ -274,8 +259,8 @@ class CorpusCheck:
         if ok:
             self.valid += 1
             mods = list(zip(pres, posts))
-            _count(self.symbols, syms)  # Counter.update without its per-call Mapping check
-            _count(self._modifiers, mods)
+            self.symbols.update(syms)
+            self._modifiers.update(mods)
             if self.vocab is not None:
                 self._oov(syms, mods, toks)
         if self.do_normalize:
