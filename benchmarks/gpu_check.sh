@@ -20,8 +20,8 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 smoke=(); run_opts=()
 if [ "${SMOKE:-0}" = 1 ]; then
-  smoke=(--smoke); run_opts=(device=cpu compile=false threads=1 num_workers=0 batch_size=4 eval_limit=10 eval_T=1
-                             eval_seeds=1 eval_samplers=mask-predict)
+  smoke=(--smoke); run_opts=(device=cpu compile=false threads=1 num_workers=0 batch_size=4 eval.limit=10 eval.T=1
+                             eval.seeds=1 eval.samplers=mask-predict)
 else
   run_opts=(compile=true num_workers=6 threads=4 batch_size=64)
 fi

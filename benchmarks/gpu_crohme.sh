@@ -21,7 +21,7 @@ mkdir -p "$out"
 total=$(python3 -c "print($pre + $stage2)")
 common=(--data "$data" --fresh synth.count=0 "extra_train=$synth" "device=$device" compile=false batch_size=64
         ckpt_every=100000)
-if [ "$device" = cpu ]; then common+=(num_workers=0 threads=1 eval_limit=20 eval_T=1 eval_seeds=1)
+if [ "$device" = cpu ]; then common+=(num_workers=0 threads=1 eval.limit=20 eval.T=1 eval.seeds=1)
 else common+=(num_workers=3 threads=2); fi
 declare -A args=(
   [gryphone]="pretrain.max_minutes=$pre max_minutes=$stage2"

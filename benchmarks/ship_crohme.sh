@@ -8,7 +8,7 @@
 set -euo pipefail
 crohme=${1:?CROHME_DIR}; work=${2:-.}
 data=$work/shards/crohme-96x384; run=$work/runs/crohme-ship
-smoke=(); [ "${SMOKE:-0}" = 1 ] && smoke=(pretrain.max_minutes=0.1 max_minutes=0.1 synth.count=200 eval_limit=20 eval_T=1 eval_seeds=1)
+smoke=(); [ "${SMOKE:-0}" = 1 ] && smoke=(pretrain.max_minutes=0.1 max_minutes=0.1 synth.count=200 eval.limit=20 eval.T=1 eval.seeds=1)
 limit=(); [ "${SMOKE:-0}" = 1 ] && limit=(--limit 20)
 [ -d "$data/test2016" ] || python -m datasets_prep.inkml --src crohme --input "$crohme/train" "$crohme/test2014" \
     "$crohme/test2016" --size 96x384 --out "$data"

@@ -21,7 +21,7 @@ from test_train import micro_data  # noqa: F401  (the fixture)
 def finished(micro_data, tmp_path_factory) -> Path:  # noqa: F811
     out = tmp_path_factory.mktemp("run") / "micro"
     code = run.main(["--config", "micro", "--data", str(micro_data), "--out", str(out), "max_steps=30",
-                     "eval_every=10", "eval_T=1,2", "log.tensorboard=true", "model.aux_reader_weight=0.5"])
+                     "eval.every=10", "eval.T=1,2", "log.tensorboard=true", "model.aux_reader_weight=0.5"])
     assert code == 0
     return out
 

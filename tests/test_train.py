@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from model import CheckpointError, DecodeSpec, load, load_checkpoint
-from train.config import apply_overrides, from_dict, preset, to_dict
+from train.config import apply_overrides, from_dict, preset, stored_eval_splits, to_dict
 from conftest import Payload
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,13 +49,26 @@ def test_config_overrides_and_round_trip():
                                                  "canvas=64x128", "eval_splits=a,b", "compile=auto",
                                                  "augment.prob=0.5", "augment.scale=0.8,1.0"])
     assert cfg.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
-    assert cfg.canvas == (64, 128) and cfg.eval_splits == ("a", "b") and cfg.compile is None
+    assert cfg.canvas == (64, 128) and cfg.eval.splits == ("a", "b") and cfg.compile is None
     assert cfg.augment.prob == 0.5 and cfg.augment.scale == (0.8, 1.0)
     assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
     with pytest.raises(ValueError, match="unknown config key"):
         apply_overrides(cfg, ["model.nope=1"])
     with pytest.raises(ValueError, match="bad value"):
         apply_overrides(cfg, ["max_steps=1.5"])
+
+
+def test_evaluation_keys_are_one_group_and_their_old_flat_spelling_still_reads():
+    """eval.* groups what the evaluations score; `eval_T=...` (the spelling before) is the same key, as
+    override and in a stored config (the shipped weights' checkpoints were written with it)."""
+    new = apply_overrides(preset("crohme-cpu"), ["eval.T=1,20", "eval.splits=x", "eval.beams=1,5", "eval.every=7"])
+    old = apply_overrides(preset("crohme-cpu"), ["eval_T=1,20", "eval_splits=x", "eval_beams=1,5", "eval_every=7"])
+    assert new == old and new.eval.T == (1, 20) and new.eval.splits == ("x",) and new.eval.every == 7
+    flat = to_dict(new)
+    flat.update({f"eval_{k}": v for k, v in flat.pop("eval").items()})
+    assert from_dict(flat) == new
+    assert stored_eval_splits(flat) == stored_eval_splits(to_dict(new)) == ("x",)
+    assert not any(k.startswith("eval_") for k in to_dict(new))
 
 
 def test_float_fields_take_fractions_where_a_preset_set_a_whole_number():

@@ -32,7 +32,7 @@ def _run(root: Path, out: Path, *overrides: str) -> int:
     from train.run import main
 
     return main(["--config", "micro", "--data", str(root / "shards"), "--out", str(out), "--no-eval", "threads=1",
-                 "max_steps=2", "eval_splits=test", f"synth.bank={out}/bank", f"synth.cache={out}/cache",
+                 "max_steps=2", "eval.splits=test", f"synth.bank={out}/bank", f"synth.cache={out}/cache",
                  *overrides])
 
 

@@ -92,7 +92,7 @@ def test_the_ema_warms_up_and_evaluation_reads_the_ema_weights(micro_data, tmp_p
     from train.trainer import Env, Trainer
 
     torch.set_num_threads(1)
-    cfg = micro_cfg(micro_data, tmp_path / "ema", "max_steps=3", "ema=0.999", "ckpt_every=0", "eval_every=2",
+    cfg = micro_cfg(micro_data, tmp_path / "ema", "max_steps=3", "ema=0.999", "ckpt_every=0", "eval.every=2",
                     "log_every=1")
     seen = []
     trainer = Trainer(cfg, Env(torch.device("cpu")), None, lambda m, step: seen.append(m) or {"ok": 1.0})

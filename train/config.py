@@ -10,7 +10,7 @@ Presets (`--config NAME`):
   posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
-Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval_T=1,10 pretrain.steps=0
+Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval.T=1,10 pretrain.steps=0
 augment.prob=0.5 log.tensorboard=true`;
 `python -m train.run --config NAME --show-config` prints every key with its value.
 """
@@ -61,12 +61,35 @@ class LogConfig:
 
 
 @dataclass
+class EvalConfig:
+    """What the evaluations score and with which decoders: the quick one every `every` steps (the
+    first split, `limit` samples, the recognizer's default decoder at the largest T) and the final one
+    (every split, every decoder below). `T`, `seeds` and `samplers` are for recognizers with refinement
+    steps (GryphOne's), `beams` for the token recognizers; a recognizer reads the ones it has."""
+
+    splits: tuple[str, ...] = ("valid",)
+    every: int = 0                       # steps between quick evals; 0 = at the end only
+    limit: int = 200                     # samples in a quick eval
+    T: tuple[int, ...] = (1, 10, 50)     # refinement steps to score
+    seeds: int = 3                       # sampler seeds for the random re-mask decoder
+    samplers: tuple[str, ...] = ("remask", "mask-predict")  # + "remask-keep" (the official sampler)
+    beams: tuple[int, ...] = (1,)        # token recognizers: beam widths (1 = greedy)
+    markup: str = ""                     # final evaluation: "" HMER metrics; "text" + BLEU-4/edit/exact; "images" + image EM
+
+
+FLAT_EVAL_KEYS = {f"eval_{k}": f"eval.{k}" for k in ("splits", "every", "limit", "T", "seeds", "samplers", "beams",
+                                                      "markup")}
+"""The keys as they were spelled before they were grouped: still accepted as overrides, and read
+from checkpoints and configs written then."""
+
+
+@dataclass
 class TrainConfig:
     name: str = "custom"
     data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
     out: str = "runs/custom"
     train_split: str = "train"
-    eval_splits: tuple[str, ...] = ("valid",)
+    eval: EvalConfig = field(default_factory=EvalConfig)  # what the quick and final evaluations score
     model: RecognizerConfig = field(default_factory=GryphOneConfig)  # model.kind picks the recognizer
     canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): the shards' (their summary.json)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
@@ -92,14 +115,7 @@ class TrainConfig:
     ema: float = 0.0                     # EMA decay of the weights; 0 disables
     seed: int = 0
     log_every: int = 20
-    eval_every: int = 0                  # steps between quick evals on the first eval split; 0 = at the end only
-    eval_limit: int = 200                # samples in a quick eval
     ckpt_every: int = 500
-    eval_T: tuple[int, ...] = (1, 10, 50)
-    eval_seeds: int = 3                  # sampler seeds for the random re-mask decoder
-    eval_samplers: tuple[str, ...] = ("remask", "mask-predict")  # + "remask-keep" (the official sampler)
-    eval_beams: tuple[int, ...] = (1,)   # autoregressive recognizers: beam widths to evaluate (1 = greedy)
-    eval_markup: str = ""                # final evaluation: "" HMER metrics; "text" + BLEU-4/edit/exact; "images" + image EM
     num_workers: int = 2
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
@@ -116,8 +132,8 @@ def _micro() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
     return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
-                       log_every=50, ckpt_every=0, eval_T=(1, 10), eval_seeds=1, num_workers=0,
-                       eval_splits=("train",))
+                       log_every=50, ckpt_every=0, num_workers=0,
+                       eval=EvalConfig(T=(1, 10), seeds=1, splits=("train",)))
 
 
 def _demo() -> TrainConfig:
@@ -130,16 +146,16 @@ def _demo() -> TrainConfig:
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
     return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
-                       weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50,
-                       eval_every=400, eval_limit=100, ckpt_every=400, eval_T=(1, 10), eval_seeds=2,
-                       eval_splits=("test",), num_workers=1)
+                       weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50, ckpt_every=400, num_workers=1,
+                       eval=EvalConfig(every=400, limit=100, T=(1, 10), seeds=2, splits=("test",)))
 
 
 def _tiny() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
                     dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
     return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
-                       max_steps=2000, eval_T=(1, 10))
+                       max_steps=2000,
+                       eval=EvalConfig(T=(1, 10)))
 
 
 def _crohme_cpu() -> TrainConfig:
@@ -158,9 +174,9 @@ def _crohme_cpu() -> TrainConfig:
     return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
                        pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True),
                        batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
-                       max_minutes=50, eval_every=1000, eval_limit=150, ckpt_every=250,
-                       eval_splits=("test2014", "test2016"), eval_T=(1, 10), eval_seeds=3, num_workers=1,
-                       normalize_labels=True, ema=0.999, synth=SynthConfig(count=10000))
+                       max_minutes=50, ckpt_every=250, num_workers=1,
+                       normalize_labels=True, ema=0.999, synth=SynthConfig(count=10000),
+                       eval=EvalConfig(every=1000, limit=150, splits=("test2014", "test2016"), T=(1, 10), seeds=3))
 
 
 def _crohme_ship() -> TrainConfig:
@@ -171,7 +187,7 @@ def _crohme_ship() -> TrainConfig:
     stage-2 steps (BENCHMARKS.md). Every choice (checkpoint, decoder) is made on `valid`; the test
     splits are read once, afterwards, with `train.eval`."""
     cfg = _crohme_cpu()
-    cfg.name, cfg.out, cfg.train_split, cfg.eval_splits = "crohme-ship", "runs/crohme-ship", "fit", ("valid",)
+    cfg.name, cfg.out, cfg.train_split, cfg.eval.splits = "crohme-ship", "runs/crohme-ship", "fit", ("valid",)
     cfg.pretrain.max_minutes, cfg.max_minutes = 45, 85
     cfg.synth.bank, cfg.synth.cache = "shards/glyph-bank-fit", "shards/synth-cache-fit"
     return cfg
@@ -190,7 +206,7 @@ def _print_cpu() -> TrainConfig:
     `model.encoder=vit model.max_len=160`)."""
     cfg = _crohme_cpu()
     cfg.name, cfg.data, cfg.out = "print-cpu", "shards/printed-64x512", "runs/print-cpu"
-    cfg.eval_splits, cfg.eval_markup, cfg.normalize_labels = ("valid", "test", "test_varied"), "images", False
+    cfg.eval.splits, cfg.eval.markup, cfg.normalize_labels = ("valid", "test", "test_varied"), "images", False
     cfg.model.max_len, cfg.pretrain.max_len = 120, 160
     cfg.pretrain.max_minutes, cfg.max_minutes = 50, 60
     cfg.synth = SynthConfig(count=0)
@@ -211,9 +227,8 @@ def _paper() -> TrainConfig:
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
     return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
                        lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, warmup_start=0.2,
-                       schedule="step", lr_milestones=(50.0,), grad_clip=10.0,
-                       eval_splits=("valid", "test"), eval_T=(1, 10, 50), eval_samplers=("remask-keep", "remask"),
-                       eval_seeds=10, num_workers=6, ckpt_every=2000)
+                       schedule="step", lr_milestones=(50.0,), grad_clip=10.0, num_workers=6, ckpt_every=2000,
+                       eval=EvalConfig(splits=("valid", "test"), T=(1, 10, 50), samplers=("remask-keep", "remask"), seeds=10))
 
 
 def _posformer_paper() -> TrainConfig:
@@ -224,9 +239,9 @@ def _posformer_paper() -> TrainConfig:
     and `augment.prob` for augmentation (docs/model.md)."""
     m = PosFormerConfig(max_len=200, bidirectional=True)
     return TrainConfig(name="posformer-paper", data="shards/crohme", out="runs/posformer-paper", model=m,
-                       batch_size=8, optimizer="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine", epochs=300,
-                       eval_splits=("test2014", "test2016", "test2019"), eval_beams=(1, 10), num_workers=6,
-                       ckpt_every=2000, normalize_labels=True)
+                       batch_size=8, optimizer="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine", epochs=300, num_workers=6,
+                       ckpt_every=2000, normalize_labels=True,
+                       eval=EvalConfig(splits=("test2014", "test2016", "test2019"), beams=(1, 10)))
 
 
 def _hvt_paper() -> TrainConfig:
@@ -235,8 +250,8 @@ def _hvt_paper() -> TrainConfig:
     paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
     m = HVTConfig(max_len=200, **HVT_PAPER)
     return TrainConfig(name="hvt-paper", data="shards/im2latex", out="runs/hvt-paper", model=m, batch_size=32,
-                       lr=3e-4, warmup_steps=1000, schedule="cosine", epochs=30, eval_splits=("valid", "test"),
-                       eval_beams=(1, 5), num_workers=6, ckpt_every=2000)
+                       lr=3e-4, warmup_steps=1000, schedule="cosine", epochs=30, num_workers=6, ckpt_every=2000,
+                       eval=EvalConfig(splits=("valid", "test"), beams=(1, 5)))
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
@@ -302,7 +317,8 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not key=value")
         key, text = item.split("=", 1)
-        pairs.append((key.strip(), text))
+        key = key.strip()
+        pairs.append((FLAT_EVAL_KEYS.get(key, key), text))
     for key, text in pairs:
         if key == "model.kind":
             recognizer_class(text)  # a clear error for an unknown kind
@@ -340,6 +356,11 @@ def to_dict(cfg: TrainConfig) -> dict:
     return dataclasses.asdict(cfg)
 
 
+def stored_eval_splits(d: dict) -> tuple[str, ...]:
+    """The evaluation splits of a stored config dict, in either spelling (FLAT_EVAL_KEYS)."""
+    return tuple(d.get("eval", {}).get("splits", d.get("eval_splits", ("valid",))))
+
+
 def from_dict(d: dict) -> TrainConfig:
     d = dict(d)
     d["model"] = config_from_dict(d["model"])
@@ -350,9 +371,15 @@ def from_dict(d: dict) -> TrainConfig:
     d["augment"] = AugmentConfig(**aug)
     d["synth"] = SynthConfig(**d.get("synth", {}))
     d["log"] = LogConfig(**d.get("log", {}))
-    for k in ("eval_splits", "eval_T", "betas", "canvas", "lr_milestones", "extra_train", "eval_beams"):
+    ev = dict(d.get("eval", {}))
+    for flat in FLAT_EVAL_KEYS:  # a config written before the evaluation keys were grouped
+        if flat in d:
+            ev[flat.removeprefix("eval_")] = d.pop(flat)
+    for k in ("splits", "T", "samplers", "beams"):
+        if k in ev:
+            ev[k] = tuple(ev[k])
+    d["eval"] = EvalConfig(**ev)
+    for k in ("betas", "canvas", "lr_milestones", "extra_train"):
         if k in d:
             d[k] = tuple(d[k])
-    if "eval_samplers" in d:
-        d["eval_samplers"] = tuple(d["eval_samplers"])
     return TrainConfig(**d)

@@ -37,6 +37,7 @@ from tokenizer.markup_metrics import markup_scores
 from tokenizer.metrics import score, token_distance
 
 from .compiled import add_compile_arg, compile_if_asked
+from .config import stored_eval_splits
 from .threads import add_threads_arg, apply_threads
 from .data import ShardDataset, collate, load_split_data, sample_ids
 
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = [s for s in samplers if s not in rec.step_samplers] if rec.step_samplers else []
         if bad:
             ap.error(f"--samplers {','.join(bad)}: {rec.kind} decodes with {', '.join(rec.samplers)}")
-        splits = args.splits.split(",") if args.splits else list(loaded.state["train_config"]["eval_splits"])
+        splits = args.splits.split(",") if args.splits else list(stored_eval_splits(loaded.state["train_config"]))
         for split in splits:
             plain_name(split)  # `../x` would read a split outside --data
         specs = default_specs(rec, args.T, samplers, args.seeds, args.beams, valid=not args.no_repair)

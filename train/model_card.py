@@ -34,7 +34,7 @@ def data_source(root: str | Path) -> tuple[str, str]:
 
 
 def _data_lines(cfg: TrainConfig) -> list[str]:
-    roots = {str(cfg.data): [f"train: `{cfg.train_split}`", f"eval: {', '.join(f'`{s}`' for s in cfg.eval_splits)}"]}
+    roots = {str(cfg.data): [f"train: `{cfg.train_split}`", f"eval: {', '.join(f'`{s}`' for s in cfg.eval.splits)}"]}
     for extra in cfg.extra_train:
         roots.setdefault(str(Path(extra).parent), []).append(f"extra training split `{Path(extra).name}`")
     if cfg.pretrain.data:

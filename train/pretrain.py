@@ -47,7 +47,7 @@ def pretrain_config(cfg: TrainConfig) -> TrainConfig:
     pre.model.encoder_init = ""
     pre.max_steps, pre.max_minutes = p.steps, (0.0 if p.steps else p.max_minutes)
     pre.lr = p.lr or cfg.lr
-    pre.ema, pre.eval_every, pre.pretrain = 0.0, 0, PretrainConfig()
+    pre.ema, pre.eval.every, pre.pretrain = 0.0, 0, PretrainConfig()
     return pre
 
 

@@ -41,17 +41,17 @@ from .trainer import resolve_render, run_device, train
 
 
 def _quick_eval(cfg: TrainConfig):
-    """A small seeded eval during training (first eval split, eval_limit samples, largest T)."""
+    """A small seeded eval during training (first eval split, eval.limit samples, largest T)."""
 
     def run(model, step):
-        spec = DecodeSpec(model.default_sampler, T=max(cfg.eval_T))
+        spec = DecodeSpec(model.default_sampler, T=max(cfg.eval.T))
         was_training = model.training
         model.eval()
-        res = evaluate_splits(model, Path(cfg.data), cfg.eval_splits[:1], [spec], limit=cfg.eval_limit)
+        res = evaluate_splits(model, Path(cfg.data), cfg.eval.splits[:1], [spec], limit=cfg.eval.limit)
         model.train(was_training)
-        metrics = res[cfg.eval_splits[0]]["metrics"]
+        metrics = res[cfg.eval.splits[0]]["metrics"]
         m = next(iter(metrics.values()))
-        print(f"  eval@{step} {cfg.eval_splits[0]}[:{cfg.eval_limit}] {spec.name}: ExpRate {100 * m['em']:.1f} "
+        print(f"  eval@{step} {cfg.eval.splits[0]}[:{cfg.eval.limit}] {spec.name}: ExpRate {100 * m['em']:.1f} "
               f"CER {100 * m['cer']:.1f}", flush=True)
         return metrics
 
@@ -63,8 +63,8 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     out = Path(cfg.out)
     loaded = load(ckpt, run_device(cfg))
     rec = loaded.recognizer
-    specs = default_specs(rec, cfg.eval_T, cfg.eval_samplers, seeds=cfg.eval_seeds, beams=cfg.eval_beams)
-    results = evaluate_splits(rec, Path(cfg.data), cfg.eval_splits, specs, markup=cfg.eval_markup)
+    specs = default_specs(rec, cfg.eval.T, cfg.eval.samplers, seeds=cfg.eval.seeds, beams=cfg.eval.beams)
+    results = evaluate_splits(rec, Path(cfg.data), cfg.eval.splits, specs, markup=cfg.eval.markup)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)
     report = {"step": loaded.step, "results": results}
@@ -81,7 +81,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     if curves is None:
         print("[run] note: no curves.png without matplotlib (pip install matplotlib, the plots extra)")
     if rec.step_samplers:
-        refinement_picture(rec, Path(cfg.data) / cfg.eval_splits[0], max(cfg.eval_T), out / "refinement.png")
+        refinement_picture(rec, Path(cfg.data) / cfg.eval.splits[0], max(cfg.eval.T), out / "refinement.png")
         wrote += ", refinement.png"
     print(f"[run] wrote {out}/{wrote}")
     return results
@@ -119,7 +119,7 @@ def _synth_split(cfg: TrainConfig, is_main: bool) -> Path | None:
 
 
 MARKUP_MODES = ("", "text", "images")
-"""eval_markup: none, the image-to-markup text metrics, or those plus image exact match."""
+"""eval.markup: none, the image-to-markup text metrics, or those plus image exact match."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = apply_overrides(preset(args.config), args.overrides)
     except (ValueError, RecognizerConfigError) as exc:
         ap.error(str(exc))
-    if cfg.eval_markup not in MARKUP_MODES:
-        ap.error(f"eval_markup={cfg.eval_markup!r}: choose from {', '.join(map(repr, MARKUP_MODES))}")
+    if cfg.eval.markup not in MARKUP_MODES:
+        ap.error(f"eval.markup={cfg.eval.markup!r}: choose from {', '.join(map(repr, MARKUP_MODES))}")
     if args.data:
         cfg.data = args.data
     if args.out:

@@ -64,7 +64,7 @@ def excluded_splits(root: Path, cfg: TrainConfig) -> list[str]:
         own |= family  # fit and valid are parts of the training split itself
     elif cfg.train_split == rec.get("fit"):
         own.add(rec.get("source"))  # the superset; valid stays excluded
-    names = set(cfg.eval_splits)
+    names = set(cfg.eval.splits)
     try:
         names |= set(split_names(root))
     except (ShardError, OSError, ValueError):

@@ -317,7 +317,7 @@ class Trainer:
                 last = self.pos.step >= self.total or stop
                 if last or (cfg.ckpt_every and self.pos.step % cfg.ckpt_every == 0):
                     self.save()
-                if cfg.eval_every and self.pos.step % cfg.eval_every == 0 and not last:
+                if cfg.eval.every and self.pos.step % cfg.eval.every == 0 and not last:
                     self._quick_eval()
                 if last:
                     break
@@ -447,7 +447,7 @@ class Trainer:
 def train(cfg: TrainConfig, resume: bool = True, quick_eval: Callable | None = None) -> Path:
     """Train per `cfg`; returns the checkpoint path. Resumes from out/ckpt.pt when present and `resume`.
 
-    quick_eval(model, step) -> dict, if given, runs every cfg.eval_every steps on rank 0."""
+    quick_eval(model, step) -> dict, if given, runs every cfg.eval.every steps on rank 0."""
     cfg.augment.validate()
     env = setup_env(cfg)
     trainer = None
