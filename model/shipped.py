@@ -6,8 +6,9 @@ formula without training first: `model.load()`, `train.predict`, `train.serve` a
 optimizer), its ONNX folder, its recognizer kind, the decoder chosen for it on a validation split,
 the data it was trained on with that data's terms, and the checkpoint's SHA-256 (checked on every
 load, so a damaged install is an error naming the file instead of a wrong answer). `default` names
-the model each use gets: `read` (predict, export, `model.load()`) and `page` (the drawing page, where
-GryphOne's step-by-step refinement is the point). A name from the manifest is accepted wherever a
+the model each use gets: `read` (predict, export, `model.load()`), `page` (the drawing page, where
+GryphOne's step-by-step refinement is the point) and `printed` (printed formulas: `predict --printed`,
+`read(..., printed=True)`, the page's upload with "printed" ticked), when one ships. A name from the manifest is accepted wherever a
 checkpoint path is (`--ckpt crohme-gryphone`).
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .errors import CheckpointError
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gryphone-weights-1"
-USES = ("read", "page")
+USES = ("read", "page", "printed")
 
 
 class ShippedWeightsError(CheckpointError):

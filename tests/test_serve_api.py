@@ -559,3 +559,33 @@ def test_two_hundred_concurrent_requests_are_answered_or_refused_and_gone_client
     print(f"200s {sum(a.startswith('HTTP/1.1 200') for a in waited)}, 503s {sum(a.startswith('HTTP/1.1 503') for a in waited)}, model calls {len(calls)}")
     assert len(calls) <= 100 + 5  # at most the clients still waiting (a few hang-ups may land mid-computation)
     assert threading.active_count() < 50
+
+
+def test_a_printed_model_reads_images_sent_with_model_printed(backend, root, inks):
+    """The page's 'printed formula' box: an image sent with ?model=printed goes to the printed model;
+    strokes never do; a server without one says so."""
+    from train.serve.app import make_server
+    from train.serve.backend import Backend
+
+    printed = Backend.load(str(micro_checkpoint(root, "ar")))
+    running = Running(make_server(backend, "127.0.0.1", 0, printed=printed))
+    bare = Running(make_server(backend, "127.0.0.1", 0))
+    png = png_of(inks[0][1])
+    try:
+        info = json.loads(request(running.url + "api/info")[2])
+        assert info["printed"]["kind"] == "ar" and json.loads(request(bare.url + "api/info")[2])["printed"] is None
+        status, _, body = request(running.url + "api/recognize?model=printed", png, {"Content-Type": "image/png"})
+        assert status == 200 and json.loads(body)["kind"] == "ar" and json.loads(body)["T"] is None
+        status, _, body = request(running.url + "api/recognize", png, {"Content-Type": "image/png"})
+        assert status == 200 and json.loads(body)["kind"] == backend.kind
+        status, _, body = request(running.url + "api/recognize?model=printed",
+                                  json.dumps({"strokes": strokes_of(inks[0][1])}).encode(),
+                                  {"Content-Type": "application/json"})
+        assert status == 422 and "strokes" in json.loads(body)["error"]
+        status, _, body = request(running.url + "api/recognize?model=other", png, {"Content-Type": "image/png"})
+        assert status == 400 and "handwriting or printed" in json.loads(body)["error"]
+        status, _, body = request(bare.url + "api/recognize?model=printed", png, {"Content-Type": "image/png"})
+        assert status == 422 and "no printed-formula model" in json.loads(body)["error"]
+    finally:
+        running.close()
+        bare.close()

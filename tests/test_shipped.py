@@ -87,6 +87,26 @@ def test_serve_backend_without_ckpt_takes_the_page_model(weights):
     assert backend.sampler == "mask-predict" and "micro-g" in backend.source
 
 
+def test_a_shipped_printed_model_is_what_printed_input_gets(weights, tmp_path, capsys):
+    """`predict --printed`, `read(..., printed=True)` and the server's upload box take the manifest's
+    `printed` default; the other uses keep theirs."""
+    from train.api import read
+    from train.predict import main
+    from train.serve.__main__ import _printed_backend
+
+    assert _printed_backend(None, "cpu") is None  # none ships yet: the page has no printed box
+    place(micro_checkpoint(tmp_path, "ar", steps=20), "micro-print", "greedy", 1, "a micro printed model",
+          ["printed"], weights, onnx=False, terms="test terms")
+    assert json.loads((weights / "manifest.json").read_text())["default"]["printed"] == "micro-print"
+    assert load(use="printed").shipped.name == "micro-print" and load().shipped.name == "micro-g"
+    inks = sorted((micro_data(tmp_path).parent / "ink" / "train").glob("*.inkml"))
+    assert main([str(inks[0]), "--printed"]) == 0
+    assert "shipped micro-print" in capsys.readouterr().err
+    assert read(inks[0], printed=True).model == "the shipped micro-print"
+    assert read(inks[0]).model == "the shipped micro-g"
+    assert _printed_backend(None, "cpu").kind == "ar" and _printed_backend("none", "cpu") is None
+
+
 def test_place_refuses_a_decoder_the_model_lacks(tmp_path):
     with pytest.raises(ValueError, match="greedy"):
         place(micro_checkpoint(tmp_path, steps=20), "x", "greedy", 1, "", [], tmp_path / "w", onnx=False)

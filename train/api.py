@@ -45,21 +45,21 @@ class Result:
 
 
 @functools.lru_cache(maxsize=4)
-def _backend(ckpt: str | None, device: str) -> Backend:
-    return Backend.load(ckpt, device, use="read")
+def _backend(ckpt: str | None, device: str, use: str = "read") -> Backend:
+    return Backend.load(ckpt, device, use=use)
 
 
 def read(source: Source, ckpt: str | Path | None = None, *, sampler: str | None = None, T: int | None = None,
-         device: str = "cpu") -> Result:
+         device: str = "cpu", printed: bool = False) -> Result:
     """One formula -> Result. `ckpt`: a checkpoint, an ONNX export folder or a shipped model's name
-    (default: the shipped default). `sampler` / `T`: the decoder (default: the shipped model's own, else
+    (default: the shipped default; with `printed=True`, the shipped printed-formula model). `sampler` / `T`: the decoder (default: the shipped model's own, else
     remask T=10 for GryphOne and greedy for the others). ValueError names what is wrong with the input;
     model.CheckpointError what is wrong with the checkpoint."""
     from train.serve.backend import BackendError
     from model import CheckpointError
 
     try:
-        backend = _backend(None if ckpt is None else str(ckpt), device)
+        backend = _backend(None if ckpt is None else str(ckpt), device, "printed" if printed else "read")
     except BackendError as exc:
         raise CheckpointError(str(exc)) from None
     canvas = _canvas(backend, source)

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ckpt", default=None,
                     help="checkpoint written by train.run (loaded without running code), a train.export_onnx folder, "
                          f"or a shipped model's name ({help_line('read')})")
+    ap.add_argument("--printed", action="store_true",
+                    help=f"the inputs are printed formulas: without --ckpt, the shipped printed model "
+                         f"({help_line('printed')})")
     ap.add_argument("--sampler", default=None, choices=["remask", "remask-keep", "mask-predict", "greedy", "beam"],
                     help="decoder (default: the shipped model's own; else remask for GryphOne, greedy for the others)")
     ap.add_argument("--T", type=_steps, default=None,
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jsonl is not None and (args.jsonl.is_dir() or not args.jsonl.parent.resolve().is_dir()):
         ap.error(f"--jsonl {args.jsonl}: must be a file in an existing folder")
     try:
-        loaded = load(args.ckpt, args.device)
+        loaded = load(args.ckpt, args.device, use="printed" if args.printed else "read")
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beam", type=int, default=1, help="its beam width with --sampler beam (default: %(default)s)")
     ap.add_argument("--summary", required=True, help="one line: what it reads, on what, at what cost")
     ap.add_argument("--default", default="", help=f"comma-separated uses it becomes the default for ({', '.join(USES)})")
+    ap.add_argument("--terms", default=CROHME_TERMS, help="the training data's terms, for the manifest and the card "
+                                                          "(default: CROHME's)")
     ap.add_argument("--folder", type=Path, default=WEIGHTS_DIR, help="the weights folder (default: model/weights)")
     ap.add_argument("--no-ema", action="store_true", help="ship the raw weights even when the run kept an EMA")
     ap.add_argument("--no-onnx", action="store_true", help="do not write the ONNX folder")
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--default {bad[0]!r}: one of {', '.join(USES)}")
     try:
         entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
-                      not args.no_ema, not args.no_onnx, beam=args.beam)
+                      not args.no_ema, not args.no_onnx, terms=args.terms, beam=args.beam)
     except (CheckpointError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

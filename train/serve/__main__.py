@@ -31,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ckpt", default=None,
                     help="checkpoint written by train.run (loaded without running code), a train.export_onnx folder, "
                          f"or a shipped model's name ({help_line('page')})")
+    ap.add_argument("--printed-ckpt", default=None, metavar="CKPT",
+                    help="the model for images sent as printed formulas (the page's 'printed' box), a checkpoint or a "
+                         f"shipped name; 'none' for none (default: {help_line('printed').replace('default: ', '')}, "
+                         "when one ships)")
     ap.add_argument("--port", type=int, default=8000, help="TCP port, 0 = any free one (default: %(default)s)")
     ap.add_argument("--host", default=None,
                     help="address to bind (default: 127.0.0.1, this machine only; 0.0.0.0 serves every interface)")
@@ -43,6 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     ap.add_argument("--quiet", action="store_true", help="do not log each request on stderr")
     return ap
+
+
+def _printed_backend(ckpt: str | None, device: str):
+    """The printed-formula model: the named one (an error if it cannot load), else the shipped
+    default when the install carries one, else none."""
+    from model.shipped import ShippedWeightsError, default_name
+
+    from .backend import Backend
+
+    if ckpt is not None:
+        return None if ckpt.lower() == "none" else Backend.load(ckpt, device, use="printed")
+    try:
+        default_name("printed")
+    except ShippedWeightsError:
+        return None
+    return Backend.load(None, device, use="printed")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     try:
         backend = Backend.load(args.ckpt, device)
+        printed = _printed_backend(args.printed_ckpt, device)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     host = args.host or "127.0.0.1"
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        server = make_server(backend, host, args.port, allow_remote=args.host is not None, default_T=args.T, log=log)
+        server = make_server(backend, host, args.port, allow_remote=args.host is not None, default_T=args.T, log=log,
+                             printed=printed)
     except OSError as exc:
         print(f"error: cannot listen on {host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -76,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: serving on {host}, reachable from other machines; the server has no authentication",
               file=sys.stderr)
     what = f"GryphOne, {backend.sampler} sampler" if backend.has_steps else f"{backend.kind}, greedy"
+    if printed is not None:
+        what += f"; printed formulas: {printed.source}"
     print(f"serving {backend.source} ({what}, step {backend.step}) on {server.url}  (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

@@ -2,9 +2,10 @@
 
 Routes:
   GET  /                the drawing page (static/page.html, page.css, page.js; nothing from elsewhere)
-  GET  /api/info        the checkpoint's kind, canvas, default T and the request limits
+  GET  /api/info        the checkpoint's kind, canvas, default T, the printed-formula model (if any), the limits
   GET  /api/render?latex=...   the formula as SVG (formula.formula_svg)
-  POST /api/recognize   strokes (JSON), an image (raw body) or an upload (multipart) -> LaTeX + steps
+  POST /api/recognize   strokes (JSON), an image (raw body) or an upload (multipart) -> LaTeX + steps;
+                        `?model=printed` reads an image with the printed-formula model
 
 Every failure is a JSON `{"error": reason}` with a 4xx status; an unexpected exception is logged here
 and answered with a 500 that carries no traceback. Bound to a loopback address the server also
@@ -72,10 +73,11 @@ class RecognitionServer(ThreadingHTTPServer):
     concurrent clients once made 269 threads that kept decoding for clients long gone)."""
 
     def __init__(self, address: tuple[str, int], backend: Backend, default_T: int = DEFAULT_T,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, printed: Backend | None = None):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, Handler)
         self.backend, self.default_T, self.log = backend, default_T, log
+        self.printed = printed  # the printed-formula model for images sent with ?model=printed (None: none)
         self.local_only = is_loopback(address[0])
         self._slots = threading.BoundedSemaphore(self.max_connections)
         self._refuser = Refuser()
@@ -113,7 +115,8 @@ class RecognitionServer(ThreadingHTTPServer):
 
 
 def make_server(backend: Backend, host: str = "127.0.0.1", port: int = 8000, *, allow_remote: bool = False,
-                default_T: int = DEFAULT_T, log: Callable[[str], None] | None = None) -> RecognitionServer:
+                default_T: int = DEFAULT_T, log: Callable[[str], None] | None = None,
+                printed: Backend | None = None) -> RecognitionServer:
     """Bind (OSError if the port is taken). A non-loopback host is refused unless allow_remote: the
     server runs a model on whatever it is sent and has no authentication, so reaching it from another
     machine has to be asked for (the CLI asks when --host is given)."""
@@ -122,7 +125,7 @@ def make_server(backend: Backend, host: str = "127.0.0.1", port: int = 8000, *, 
                          "other machines)")
     if not 1 <= default_T <= MAX_T:
         raise ValueError(f"default T must be from 1 to {MAX_T}")
-    return RecognitionServer((host, port), backend, default_T, log)
+    return RecognitionServer((host, port), backend, default_T, log, printed)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -246,9 +249,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, (STATIC / name).read_bytes(), ctype, {"Content-Security-Policy": CSP,
                                                                   "Referrer-Policy": "no-referrer"})
         elif path == "/api/info":
-            b = self.server.backend
+            b, p = self.server.backend, self.server.printed
             self._json(200, {"kind": b.kind, "steps": b.has_steps, "image_size": list(b.image_size),
                              "checkpoint_step": b.step, "T": self.server.default_T,
+                             "printed": None if p is None else {"kind": p.kind, "image_size": list(p.image_size),
+                                                                "checkpoint_step": p.step},
                              "limits": {"T": [1, MAX_T], "body_bytes": MAX_BODY_BYTES, "strokes": MAX_STROKES,
                                         "points": MAX_POINTS}})
         elif path == "/api/render":
@@ -261,6 +266,19 @@ class Handler(BaseHTTPRequestHandler):
             self._refuse_method("POST")
         else:
             raise RequestError(404, f"no such page {path[:100]!r}")
+
+    def _backend_for(self, req) -> Backend:
+        """?model=printed sends an image to the printed-formula model; strokes are always handwriting."""
+        model = self._query().get("model") or "handwriting"
+        if model == "handwriting":
+            return self.server.backend
+        if model != "printed":
+            raise RequestError(400, f"model={model[:40]!r}: choose handwriting or printed")
+        if self.server.printed is None:
+            raise RequestError(422, "this server has no printed-formula model (start it with --printed-ckpt)")
+        if req.strokes is not None:
+            raise RequestError(422, "strokes are handwriting: model=printed reads images")
+        return self.server.printed
 
     def _post(self) -> None:
         path = urlsplit(self.path).path
@@ -286,7 +304,7 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestError(400, f"the body ended after {len(body)} of {length} bytes")
         req = parse_request(self.headers.get("Content-Type"), body, self._query().get("T"))
         t0 = time.perf_counter()
-        backend = self.server.backend
+        backend = self._backend_for(req)
         try:
             canvas = backend.canvas_from_strokes(req.strokes) if req.strokes is not None \
                 else backend.canvas_from_image(req.image or b"")

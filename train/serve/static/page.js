@@ -143,7 +143,8 @@ function recognizeImage(file) {
   strokes.length = 0;  // an image replaces the drawing and whatever was read before
   redraw();
   clearShown();
-  post(file, file.type || "application/octet-stream", "?T=" + T(), "image");
+  const printed = !$("printed-box").hidden && $("printed").checked;
+  post(file, file.type || "application/octet-stream", "?T=" + T() + (printed ? "&model=printed" : ""), "image");
 }
 
 // source: what was sent ("3" strokes, or "image"); the page notes it on <body data-read> with the
@@ -193,7 +194,7 @@ function show(res) {
   $("meta").textContent = conf + (res.T ? "T=" + res.T + ", " : "") + res.ms + " ms on the server" +
     (res.repaired ? ", repaired to parse" : "");
   $("seen").src = res.image;
-  showSteps(res.steps);
+  showSteps(res.steps, res.T !== null && res.T !== undefined);  // the printed model may have no steps
   renderFormula(res.latex);
   setState("done", res.latex ? "Recognized." : "Nothing recognized.");
 }
@@ -217,7 +218,7 @@ function shade(c) {  // as train/plots.py: white when sure, through yellow, to r
   return "rgb(255," + Math.round(140 + 115 * x) + "," + Math.round(255 * x * x) + ")";
 }
 
-function showSteps(list) {
+function showSteps(list, stepped = hasSteps) {
   stop();
   steps = list;
   const box = $("steps");
@@ -227,7 +228,7 @@ function showSteps(list) {
     row.className = "step";
     const n = document.createElement("span");
     n.className = "n";
-    n.textContent = hasSteps ? "step " + (k + 1) : "final";
+    n.textContent = stepped ? "step " + (k + 1) : "final";
     row.append(n);
     st.tokens.forEach((tok, j) => {
       const cell = document.createElement("span");
@@ -325,6 +326,11 @@ async function start() {
     $("t-box").hidden = !info.steps;
     $("model").textContent = (info.steps ? "GryphOne (masked diffusion)" : "AR baseline") + ", canvas " +
       info.image_size[0] + "×" + info.image_size[1] + ", trained " + info.checkpoint_step + " steps";
+    if (info.printed) {
+      $("printed-box").hidden = false;
+      $("printed-box").title = "read the image with the printed-formula model (" + info.printed.kind + ", canvas " +
+        info.printed.image_size[0] + "×" + info.printed.image_size[1] + ")";
+    }
     if (!info.steps) $("steps-hint").textContent = "The AR baseline decodes left to right: one final step, no per-token confidence.";
   } catch (err) {
     $("model").textContent = "the server cannot be reached";
