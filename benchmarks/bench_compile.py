@@ -92,8 +92,8 @@ class Stepper:
             parts = self.module(images, batch)
         self.opt.zero_grad(set_to_none=True)
         parts["loss"].backward()
-        if self.tcfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(m.parameters(), self.tcfg.grad_clip)
+        if self.tcfg.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), self.tcfg.optim.grad_clip)
         self.opt.step()
         self.step_no += 1
         return float(parts["loss"].detach())

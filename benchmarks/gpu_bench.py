@@ -200,11 +200,11 @@ def train_throughput(tcfg: TrainConfig, model: Recognizer, batch: int, steps: in
     targets = random_targets(model, batch, label_len, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    times, losses = timed_steps(model, module, opt, images, targets, steps, tcfg.grad_clip, device)
+    times, losses = timed_steps(model, module, opt, images, targets, steps, tcfg.optim.grad_clip, device)
     step_s = statistics.median(times[min(5, steps // 2):])
     ips, fpi, peak = batch / step_s, model.flops_per_image(train=True), peak_flops(device)
     return {"kind": model.kind, "compile": compile_, "batch": batch, "canvas": list(model.render.size),
-            "optimizer": tcfg.optimizer, "params_M": count_params(model) / 1e6, "step_ms": 1000 * step_s,
+            "optimizer": tcfg.optim.name, "params_M": count_params(model) / 1e6, "step_ms": 1000 * step_s,
             "images_per_s": ips, "tflops_per_s": fpi * ips / 1e12, "mfu": (fpi * ips / peak) if peak else None,
             "first_step_s": times[0], "loss_first_last": [losses[0], losses[-1]],
             "max_mem_GiB": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None}

@@ -48,7 +48,7 @@ def test_config_overrides_and_round_trip():
     cfg = apply_overrides(preset("crohme-cpu"), ["lr=3e-4", "model.enc_depth=2", "model.loss.T=7",
                                                  "canvas=64x128", "eval_splits=a,b", "compile=auto",
                                                  "augment.prob=0.5", "augment.scale=0.8,1.0"])
-    assert cfg.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
+    assert cfg.optim.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
     assert cfg.canvas == (64, 128) and cfg.eval.splits == ("a", "b") and cfg.compile is None
     assert cfg.augment.prob == 0.5 and cfg.augment.scale == (0.8, 1.0)
     assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
@@ -69,6 +69,16 @@ def test_evaluation_keys_are_one_group_and_their_old_flat_spelling_still_reads()
     assert from_dict(flat) == new
     assert stored_eval_splits(flat) == stored_eval_splits(to_dict(new)) == ("x",)
     assert not any(k.startswith("eval_") for k in to_dict(new))
+
+
+def test_optimisation_keys_are_one_group_and_their_old_flat_spelling_still_reads():
+    new = apply_overrides(preset("paper"), ["optim.lr=3e-4", "optim.name=sgd", "optim.milestones=10,20", "optim.ema=0.9"])
+    old = apply_overrides(preset("paper"), ["lr=3e-4", "optimizer=sgd", "lr_milestones=10,20", "ema=0.9"])
+    assert new == old and new.optim.milestones == (10.0, 20.0) and new.optim.name == "sgd"
+    flat = to_dict(new)
+    opt = flat.pop("optim")
+    flat.update({"optimizer": opt.pop("name"), "lr_milestones": opt.pop("milestones"), **opt})
+    assert from_dict(flat) == new
 
 
 def test_float_fields_take_fractions_where_a_preset_set_a_whole_number():

@@ -11,15 +11,14 @@ import torch
 from builders import tiny_cfg, tiny_model
 from model import switch_kind
 from test_train import micro_cfg, micro_data  # noqa: F401  (the fixture)
-from train.config import TrainConfig, preset
+from train.config import OptimConfig, TrainConfig, apply_overrides, preset
 from train.trainer import _param_groups, decays, lr_at
 
 
 def sched(**kw) -> TrainConfig:
-    cfg = TrainConfig(lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
-    for k, v in kw.items():
-        setattr(cfg, k, v)
-    return cfg
+    """A config with lr 1, 10 warm-up steps and a floor of 0.1; `kw` in either spelling (config.FLAT_KEYS)."""
+    return apply_overrides(TrainConfig(optim=OptimConfig(lr=1.0, warmup_steps=10, min_lr_ratio=0.1)),
+                           [f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in kw.items()])
 
 
 def test_the_warm_up_rises_linearly_from_warmup_start_to_lr():
@@ -51,7 +50,7 @@ def test_the_step_schedule_divides_by_ten_at_each_milestone_epoch():
     total = 600  # 10 steps per epoch
     assert lr_at(cfg, 499, total) == pytest.approx(1.0)
     assert lr_at(cfg, 500, total) == pytest.approx(0.1)
-    cfg.lr_milestones = (20.0, 40.0)
+    cfg.optim.milestones = (20.0, 40.0)
     assert lr_at(cfg, 450, total) == pytest.approx(0.01)
 
 

@@ -10,7 +10,7 @@ Presets (`--config NAME`):
   posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
-Overrides use dotted keys: `lr=3e-4 model.enc_depth=6 model.loss.T=10 eval.T=1,10 pretrain.steps=0
+Overrides use dotted keys: `optim.lr=3e-4 model.enc_depth=6 model.loss.T=10 eval.T=1,10 pretrain.steps=0
 augment.prob=0.5 log.tensorboard=true`;
 `python -m train.run --config NAME --show-config` prints every key with its value.
 """
@@ -77,8 +77,30 @@ class EvalConfig:
     markup: str = ""                     # final evaluation: "" HMER metrics; "text" + BLEU-4/edit/exact; "images" + image EM
 
 
+@dataclass
+class OptimConfig:
+    """How the weights move: the optimizer, the learning rate over the run, clipping and the EMA."""
+
+    name: str = "adamw"                  # adamw | sgd (momentum below; CoMER's and PosFormer's recipe)
+    lr: float = 1e-4
+    weight_decay: float = 1e-3           # not on biases, norms, embeddings and position tables (trainer.decays)
+    betas: tuple[float, float] = (0.9, 0.999)
+    momentum: float = 0.9
+    warmup_steps: int = 0
+    warmup_start: float = 0.0            # the warmup starts at this share of lr (the official GryphOne: 0.2)
+    schedule: str = "constant"           # constant | cosine | step (after warmup; step: lr / 10 at each milestone)
+    milestones: tuple[float, ...] = ()   # epochs at which the "step" schedule divides lr by 10
+    min_lr_ratio: float = 0.1
+    grad_clip: float = 1.0
+    ema: float = 0.0                     # EMA decay of the weights; 0 disables
+
+
 FLAT_EVAL_KEYS = {f"eval_{k}": f"eval.{k}" for k in ("splits", "every", "limit", "T", "seeds", "samplers", "beams",
                                                       "markup")}
+FLAT_OPTIM_KEYS = {"optimizer": "optim.name", "lr_milestones": "optim.milestones",
+                   **{k: f"optim.{k}" for k in ("lr", "weight_decay", "betas", "momentum", "warmup_steps", "warmup_start",
+                                                "schedule", "min_lr_ratio", "grad_clip", "ema")}}
+FLAT_KEYS = {**FLAT_EVAL_KEYS, **FLAT_OPTIM_KEYS}
 """The keys as they were spelled before they were grouped: still accepted as overrides, and read
 from checkpoints and configs written then."""
 
@@ -98,21 +120,10 @@ class TrainConfig:
     log: LogConfig = field(default_factory=LogConfig)
     extra_train: tuple[str, ...] = ()    # more split folders trained on with the train split (synth sets its own)
     batch_size: int = 32                 # global batch (split across DDP ranks)
-    optimizer: str = "adamw"             # adamw | sgd (momentum below; CoMER's and PosFormer's recipe)
-    momentum: float = 0.9
-    lr: float = 1e-4
-    weight_decay: float = 1e-3
-    betas: tuple[float, float] = (0.9, 0.999)
-    warmup_steps: int = 0
-    warmup_start: float = 0.0            # the warmup starts at this share of lr (the official GryphOne: 0.2)
-    schedule: str = "constant"           # constant | cosine | step (after warmup; step: lr / 10 at each milestone)
-    lr_milestones: tuple[float, ...] = ()  # epochs at which the "step" schedule divides lr by 10
-    min_lr_ratio: float = 0.1
+    optim: OptimConfig = field(default_factory=OptimConfig)  # optimizer, learning-rate schedule, clipping, EMA
     epochs: float = 60.0
     max_steps: int = 0                   # >0 overrides epochs
     max_minutes: float = 0.0             # >0: stop (with a checkpoint) after this wall time
-    grad_clip: float = 1.0
-    ema: float = 0.0                     # EMA decay of the weights; 0 disables
     seed: int = 0
     log_every: int = 20
     ckpt_every: int = 500
@@ -131,9 +142,9 @@ class TrainConfig:
 def _micro() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
-    return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, lr=3e-3, weight_decay=0.0, max_steps=600,
-                       log_every=50, ckpt_every=0, num_workers=0,
-                       eval=EvalConfig(T=(1, 10), seeds=1, splits=("train",)))
+    return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, max_steps=600, log_every=50,
+                       ckpt_every=0, num_workers=0, eval=EvalConfig(T=(1, 10), seeds=1, splits=("train",)),
+                       optim=OptimConfig(lr=3e-3, weight_decay=0.0))
 
 
 def _demo() -> TrainConfig:
@@ -145,17 +156,17 @@ def _demo() -> TrainConfig:
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
     return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
-                       pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, lr=2e-3,
-                       weight_decay=1e-2, warmup_steps=50, schedule="cosine", max_steps=1500, log_every=50, ckpt_every=400, num_workers=1,
-                       eval=EvalConfig(every=400, limit=100, T=(1, 10), seeds=2, splits=("test",)))
+                       pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, max_steps=1500,
+                       log_every=50, ckpt_every=400, num_workers=1,
+                       eval=EvalConfig(every=400, limit=100, T=(1, 10), seeds=2, splits=("test",)),
+                       optim=OptimConfig(lr=2e-3, weight_decay=1e-2, warmup_steps=50, schedule="cosine"))
 
 
 def _tiny() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=128, enc_depth=4, enc_heads=4, dec_dim=128,
                     dec_depth=2, dec_heads=4, dropout=0.1, max_len=150)
-    return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, lr=5e-4, warmup_steps=200, schedule="cosine",
-                       max_steps=2000,
-                       eval=EvalConfig(T=(1, 10)))
+    return TrainConfig(name="tiny", out="runs/tiny", model=m, batch_size=8, max_steps=2000,
+                       eval=EvalConfig(T=(1, 10)), optim=OptimConfig(lr=5e-4, warmup_steps=200, schedule="cosine"))
 
 
 def _crohme_cpu() -> TrainConfig:
@@ -172,11 +183,11 @@ def _crohme_cpu() -> TrainConfig:
                     stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
                     loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
     return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
-                       pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True),
-                       batch_size=16, lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine",
-                       max_minutes=50, ckpt_every=250, num_workers=1,
-                       normalize_labels=True, ema=0.999, synth=SynthConfig(count=10000),
-                       eval=EvalConfig(every=1000, limit=150, splits=("test2014", "test2016"), T=(1, 10), seeds=3))
+                       pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True), batch_size=16,
+                       max_minutes=50, ckpt_every=250, num_workers=1, normalize_labels=True,
+                       synth=SynthConfig(count=10000),
+                       eval=EvalConfig(every=1000, limit=150, splits=("test2014", "test2016"), T=(1, 10), seeds=3),
+                       optim=OptimConfig(lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine", ema=0.999))
 
 
 def _crohme_ship() -> TrainConfig:
@@ -226,9 +237,9 @@ def _paper() -> TrainConfig:
                     dec_pos="fixed", dec_shared_table=True, dec_block="official",
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
     return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
-                       lr=1e-4, weight_decay=1e-3, epochs=60, warmup_steps=100, warmup_start=0.2,
-                       schedule="step", lr_milestones=(50.0,), grad_clip=10.0, num_workers=6, ckpt_every=2000,
-                       eval=EvalConfig(splits=("valid", "test"), T=(1, 10, 50), samplers=("remask-keep", "remask"), seeds=10))
+                       epochs=60, num_workers=6, ckpt_every=2000,
+                       eval=EvalConfig(splits=("valid", "test"), T=(1, 10, 50), samplers=("remask-keep", "remask"), seeds=10),
+                       optim=OptimConfig(lr=1e-4, weight_decay=1e-3, warmup_steps=100, warmup_start=0.2, schedule="step", milestones=(50.0,), grad_clip=10.0))
 
 
 def _posformer_paper() -> TrainConfig:
@@ -239,9 +250,9 @@ def _posformer_paper() -> TrainConfig:
     and `augment.prob` for augmentation (docs/model.md)."""
     m = PosFormerConfig(max_len=200, bidirectional=True)
     return TrainConfig(name="posformer-paper", data="shards/crohme", out="runs/posformer-paper", model=m,
-                       batch_size=8, optimizer="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine", epochs=300, num_workers=6,
-                       ckpt_every=2000, normalize_labels=True,
-                       eval=EvalConfig(splits=("test2014", "test2016", "test2019"), beams=(1, 10)))
+                       batch_size=8, epochs=300, num_workers=6, ckpt_every=2000, normalize_labels=True,
+                       eval=EvalConfig(splits=("test2014", "test2016", "test2019"), beams=(1, 10)),
+                       optim=OptimConfig(name="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine"))
 
 
 def _hvt_paper() -> TrainConfig:
@@ -250,8 +261,9 @@ def _hvt_paper() -> TrainConfig:
     paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
     m = HVTConfig(max_len=200, **HVT_PAPER)
     return TrainConfig(name="hvt-paper", data="shards/im2latex", out="runs/hvt-paper", model=m, batch_size=32,
-                       lr=3e-4, warmup_steps=1000, schedule="cosine", epochs=30, num_workers=6, ckpt_every=2000,
-                       eval=EvalConfig(splits=("valid", "test"), beams=(1, 5)))
+                       epochs=30, num_workers=6, ckpt_every=2000,
+                       eval=EvalConfig(splits=("valid", "test"), beams=(1, 5)),
+                       optim=OptimConfig(lr=3e-4, warmup_steps=1000, schedule="cosine"))
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
@@ -318,7 +330,7 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
             raise ValueError(f"override {item!r} is not key=value")
         key, text = item.split("=", 1)
         key = key.strip()
-        pairs.append((FLAT_EVAL_KEYS.get(key, key), text))
+        pairs.append((FLAT_KEYS.get(key, key), text))
     for key, text in pairs:
         if key == "model.kind":
             recognizer_class(text)  # a clear error for an unknown kind
@@ -375,11 +387,19 @@ def from_dict(d: dict) -> TrainConfig:
     for flat in FLAT_EVAL_KEYS:  # a config written before the evaluation keys were grouped
         if flat in d:
             ev[flat.removeprefix("eval_")] = d.pop(flat)
+    opt = dict(d.get("optim", {}))
+    for flat, dotted in FLAT_OPTIM_KEYS.items():  # likewise the optimisation keys
+        if flat in d:
+            opt[dotted.removeprefix("optim.")] = d.pop(flat)
+    for k in ("betas", "milestones"):
+        if k in opt:
+            opt[k] = tuple(opt[k])
+    d["optim"] = OptimConfig(**opt)
     for k in ("splits", "T", "samplers", "beams"):
         if k in ev:
             ev[k] = tuple(ev[k])
     d["eval"] = EvalConfig(**ev)
-    for k in ("betas", "canvas", "lr_milestones", "extra_train"):
+    for k in ("canvas", "extra_train"):
         if k in d:
             d[k] = tuple(d[k])
     return TrainConfig(**d)

@@ -53,8 +53,8 @@ def _recipe_lines(cfg: TrainConfig, loaded: Loaded, pretrain_minutes: float) -> 
     m = cfg.model
     minutes = float(loaded.state.get("train_seconds", 0.0)) / 60
     stage1 = f"; stage 1 (AR reader on the encoder): {pretrain_minutes:.1f} minutes" if pretrain_minutes else ""
-    settings = {"batch": cfg.batch_size, "lr": cfg.lr, "schedule": cfg.schedule, "warmup steps": cfg.warmup_steps,
-                "weight decay": cfg.weight_decay, "EMA": cfg.ema or "off", "augment.prob": cfg.augment.prob,
+    settings = {"batch": cfg.batch_size, "lr": cfg.optim.lr, "schedule": cfg.optim.schedule, "warmup steps": cfg.optim.warmup_steps,
+                "weight decay": cfg.optim.weight_decay, "EMA": cfg.optim.ema or "off", "augment.prob": cfg.augment.prob,
                 "normalized labels": cfg.normalize_labels, "seed": cfg.seed}
     if hasattr(m, "loss"):
         settings.update({"diffusion T": m.loss.T, "RMML": m.loss.rmml, "aux reader weight": m.aux_reader_weight})

@@ -46,8 +46,8 @@ def pretrain_config(cfg: TrainConfig) -> TrainConfig:
         pre.model.max_len = p.max_len  # else switch_kind's conversion of the window (2x SAT positions)
     pre.model.encoder_init = ""
     pre.max_steps, pre.max_minutes = p.steps, (0.0 if p.steps else p.max_minutes)
-    pre.lr = p.lr or cfg.lr
-    pre.ema, pre.eval.every, pre.pretrain = 0.0, 0, PretrainConfig()
+    pre.optim.lr = p.lr or cfg.optim.lr
+    pre.optim.ema, pre.eval.every, pre.pretrain = 0.0, 0, PretrainConfig()
     return pre
 
 

@@ -40,12 +40,13 @@ from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
 from .compiled import compile_for_training
-from .config import TrainConfig, to_dict
+from .config import TrainConfig, from_dict, to_dict
 from .data import ShardDataset, SplitData, collate, epoch_batches, load_split_data, read_labels
 from .rng import restore_rng, rng_state
 from .tb_log import ScalarLog
 
-SCHEDULE_KEYS = ("lr", "warmup_steps", "schedule", "min_lr_ratio", "epochs", "max_steps", "max_minutes", "batch_size")
+SCHEDULE_KEYS = ("optim.lr", "optim.warmup_steps", "optim.schedule", "optim.min_lr_ratio", "epochs", "max_steps",
+                 "max_minutes", "batch_size")
 PEAK_BF16_FLOPS = {"H200": 989e12, "H100": 989e12, "A100": 312e12, "L4": 121e12}
 """Dense BF16 tensor-core peaks from the datasheets (H100/H200 SXM; the PCIe H100 is lower). A GPU
 not listed here gets no MFU figure, only achieved FLOP/s."""
@@ -117,19 +118,20 @@ def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None =
     """Linear warmup (from warmup_start x lr), then constant, cosine, or divided by 10 at each
     milestone epoch ("step"). With a time budget (time_progress in [0, 1], the share of max_minutes
     spent) the cosine follows the clock instead of the step count."""
-    if cfg.warmup_steps and step < cfg.warmup_steps:
-        frac = (step + 1) / cfg.warmup_steps
-        return cfg.lr * (cfg.warmup_start + (1 - cfg.warmup_start) * frac)
-    if cfg.schedule == "cosine":
+    opt = cfg.optim
+    if opt.warmup_steps and step < opt.warmup_steps:
+        frac = (step + 1) / opt.warmup_steps
+        return opt.lr * (opt.warmup_start + (1 - opt.warmup_start) * frac)
+    if opt.schedule == "cosine":
         if time_progress is not None:
             progress = min(1.0, time_progress)
         else:
-            progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
-        return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-    if cfg.schedule == "step" and cfg.epochs and total:
+            progress = min(1.0, (step - opt.warmup_steps) / max(1, total - opt.warmup_steps))
+        return opt.lr * (opt.min_lr_ratio + (1 - opt.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+    if opt.schedule == "step" and cfg.epochs and total:
         epoch = step * cfg.epochs / total
-        return cfg.lr * 0.1 ** sum(epoch >= m for m in cfg.lr_milestones)
-    return cfg.lr
+        return opt.lr * 0.1 ** sum(epoch >= m for m in opt.milestones)
+    return opt.lr
 
 
 NO_DECAY_MODULES = (torch.nn.Embedding, torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.BatchNorm1d,
@@ -161,12 +163,13 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 def make_optimizer(cfg: TrainConfig, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
     """AdamW (GryphOne's recipe) or SGD with momentum (CoMER's and PosFormer's)."""
-    groups = _param_groups(model, cfg.weight_decay)
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
-    if cfg.optimizer != "adamw":
-        raise ValueError(f"optimizer must be adamw or sgd, got {cfg.optimizer!r}")
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=device.type == "cuda")
+    opt = cfg.optim
+    groups = _param_groups(model, opt.weight_decay)
+    if opt.name == "sgd":
+        return torch.optim.SGD(groups, lr=opt.lr, momentum=opt.momentum)
+    if opt.name != "adamw":
+        raise ValueError(f"optim.name must be adamw or sgd, got {opt.name!r}")
+    return torch.optim.AdamW(groups, lr=opt.lr, betas=opt.betas, fused=device.type == "cuda")
 
 
 def resolve_render(cfg: TrainConfig) -> RenderSpec:
@@ -260,7 +263,7 @@ class Trainer:
         self.cfg, self.env, self.quick_eval = cfg, env, quick_eval
         self.out = Path(cfg.out)
         self.model, self.data, self.dataset = prepare(cfg, env, state)
-        self.ema = copy.deepcopy(self.model).eval() if cfg.ema > 0 else None
+        self.ema = copy.deepcopy(self.model).eval() if cfg.optim.ema > 0 else None
         self.opt = make_optimizer(cfg, self.model, env.device)
         self.pos = Position()
         if state is not None:
@@ -354,7 +357,7 @@ class Trainer:
             parts = self.module(images, tensors)
         self.opt.zero_grad(set_to_none=True)
         parts["loss"].backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip) if cfg.grad_clip else None
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.optim.grad_clip) if cfg.optim.grad_clip else None
         self.opt.step()
         self._update_ema(step)
         self.pos.step += 1
@@ -364,7 +367,7 @@ class Trainer:
     def _update_ema(self, step: int) -> None:
         if self.ema is None:
             return
-        decay = min(self.cfg.ema, (1 + step) / (10 + step))  # warms up so early EMA weights are not the init
+        decay = min(self.cfg.optim.ema, (1 + step) / (10 + step))  # warms up so early EMA weights are not the init
         with torch.no_grad():
             for pe, pm in zip(self.ema.parameters(), self.model.parameters()):
                 pe.lerp_(pm, 1 - decay)
@@ -469,8 +472,14 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval: Callable | None = N
 
 
 def _note_schedule_change(cfg: TrainConfig, state: dict, path: Path) -> None:
-    saved = state["train_config"]
-    changed = {k: (saved.get(k), getattr(cfg, k)) for k in SCHEDULE_KEYS if saved.get(k) != getattr(cfg, k)}
+    saved = to_dict(from_dict(state["train_config"]))  # either spelling of the keys (config.FLAT_KEYS)
+    now = to_dict(cfg)
+
+    def at(d: dict, key: str):
+        for part in key.split("."):
+            d = d.get(part) if isinstance(d, dict) else None
+        return d
+    changed = {k: (at(saved, k), at(now, k)) for k in SCHEDULE_KEYS if at(saved, k) != at(now, k)}
     if changed:
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
         log(f"[train] note: resuming {path} at step {state['step']} with a changed schedule ({what}); "
