@@ -20,18 +20,18 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 smoke=(); run_opts=()
 if [ "${SMOKE:-0}" = 1 ]; then
-  smoke=(--smoke); run_opts=(device=cpu compile=false threads=1 num_workers=0 batch_size=4 eval.limit=10 eval.T=1
+  smoke=(--smoke); run_opts=(device=cpu compile=false threads=1 data.workers=0 batch_size=4 eval.limit=10 eval.T=1
                              eval.seeds=1 eval.samplers=mask-predict)
 else
-  run_opts=(compile=true num_workers=6 threads=4 batch_size=64)
+  run_opts=(compile=true data.workers=6 threads=4 batch_size=64)
 fi
 rc=0
 PYTHONUNBUFFERED=1 python3 benchmarks/gpu_check.py "${smoke[@]}" --budget-minutes "$check" --json "$out/gpu_check.json" \
     ${data:+--data "$data"} > "$out/gpu_check.log" 2>&1 || rc=1
 grep -v "^[VW][0-9]" "$out/gpu_check.log" | tail -40
 if [ -n "$data" ] && [ -n "$synth" ]; then
-  PYTHONUNBUFFERED=1 python3 -m train.run --config crohme-ship --fresh "data=$data" "out=$tmp/run" \
-      "pretrain.max_minutes=$pre" "max_minutes=$stage2" synth.count=0 "extra_train=$synth" \
+  PYTHONUNBUFFERED=1 python3 -m train.run --config crohme-ship --fresh "data.root=$data" "out=$tmp/run" \
+      "pretrain.max_minutes=$pre" "max_minutes=$stage2" synth.count=0 "data.extra=$synth" \
       "${run_opts[@]}" > "$out/train.log" 2>&1 || rc=1
   mkdir -p "$out/run"
   cp "$tmp"/run/{metrics.jsonl,eval.json} "$out/run/" 2>/dev/null

@@ -19,10 +19,10 @@ out=${1:?OUT_DIR}; synth=${2:?SYNTH_SPLIT}; pre=${3:-2.5}; stage2=${4:-3.0}; dev
 data=${DATA:-shards/crohme-96x384}
 mkdir -p "$out"
 total=$(python3 -c "print($pre + $stage2)")
-common=(--data "$data" --fresh synth.count=0 "extra_train=$synth" "device=$device" compile=false batch_size=64
+common=(--data "$data" --fresh synth.count=0 "data.extra=$synth" "device=$device" compile=false batch_size=64
         ckpt_every=100000)
-if [ "$device" = cpu ]; then common+=(num_workers=0 threads=1 eval.limit=20 eval.T=1 eval.seeds=1)
-else common+=(num_workers=3 threads=2); fi
+if [ "$device" = cpu ]; then common+=(data.workers=0 threads=1 eval.limit=20 eval.T=1 eval.seeds=1)
+else common+=(data.workers=3 threads=2); fi
 declare -A args=(
   [gryphone]="pretrain.max_minutes=$pre max_minutes=$stage2"
   [ar]="model.kind=ar model.max_len=100 max_minutes=$total"

@@ -13,7 +13,7 @@ limit=(); [ "${SMOKE:-0}" = 1 ] && limit=(--limit 20)
 [ -d "$data/test2016" ] || python -m datasets_prep.inkml --src crohme --input "$crohme/train" "$crohme/test2014" \
     "$crohme/test2016" --size 96x384 --out "$data"
 [ -d "$data/valid" ] || python -m datasets_prep.holdout "$data" --from train --fit fit --valid valid --fraction 0.06 --seed 0
-python -m train.run --config crohme-ship --fresh threads=2 "data=$data" "out=$run" \
+python -m train.run --config crohme-ship --fresh threads=2 "data.root=$data" "out=$run" \
     "synth.bank=$work/shards/glyph-bank-fit" "synth.cache=$work/shards/synth-cache-fit" "${smoke[@]}"
 # choose on valid: every GryphOne decoder, and the stage-1 AR reader (a token recognizer in its own right)
 python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits valid --T 1,10,20 \

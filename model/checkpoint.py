@@ -120,5 +120,11 @@ def _legacy_specs(state: dict) -> tuple[dict, RenderSpec, LabelSpec]:
     vocab = state["vocab"]
     kind = {"token": "token", "sat": "sat"}[vocab.get("kind")]
     labels = LabelSpec.from_dict({"kind": kind, "vocab": vocab["data"],
-                                  "normalized": bool(state["train_config"].get("normalize_labels", False))})
+                                  "normalized": _normalized(state["train_config"])})
     return model_cfg, RenderSpec.from_dict(render_d), labels
+
+
+def _normalized(train_config: dict) -> bool:
+    """normalize_labels of a stored training config: under data.* since 2026-12-05, at the top before."""
+    data = train_config.get("data")
+    return bool(data.get("normalize_labels", False) if isinstance(data, dict) else train_config.get("normalize_labels", False))

@@ -36,7 +36,7 @@ def micro_checkpoint(root: Path, kind: str = "diffusion", steps: int = 150) -> P
     if key not in _CACHE:
         data = micro_data(root)
         cfg = apply_overrides(preset("micro"), [f"max_steps={steps}", f"model.kind={kind}", "log_every=1000"])
-        cfg.data, cfg.out = str(data), str(root / f"run-{key}")
+        cfg.data.root, cfg.out = str(data), str(root / f"run-{key}")
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

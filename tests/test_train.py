@@ -35,7 +35,7 @@ def micro_data(tmp_path_factory) -> Path:
 
 def micro_cfg(data: Path, out: Path, *overrides: str):
     cfg = apply_overrides(preset("micro"), list(overrides))
-    cfg.data, cfg.out = str(data), str(out)
+    cfg.data.root, cfg.out = str(data), str(out)
     return cfg
 
 
@@ -49,7 +49,7 @@ def test_config_overrides_and_round_trip():
                                                  "canvas=64x128", "eval_splits=a,b", "compile=auto",
                                                  "augment.prob=0.5", "augment.scale=0.8,1.0"])
     assert cfg.optim.lr == 3e-4 and cfg.model.enc_depth == 2 and cfg.model.loss.T == 7
-    assert cfg.canvas == (64, 128) and cfg.eval.splits == ("a", "b") and cfg.compile is None
+    assert cfg.data.canvas == (64, 128) and cfg.eval.splits == ("a", "b") and cfg.compile is None
     assert cfg.augment.prob == 0.5 and cfg.augment.scale == (0.8, 1.0)
     assert from_dict(json.loads(json.dumps(to_dict(cfg)))) == cfg
     with pytest.raises(ValueError, match="unknown config key"):
@@ -69,6 +69,18 @@ def test_evaluation_keys_are_one_group_and_their_old_flat_spelling_still_reads()
     assert from_dict(flat) == new
     assert stored_eval_splits(flat) == stored_eval_splits(to_dict(new)) == ("x",)
     assert not any(k.startswith("eval_") for k in to_dict(new))
+
+
+def test_data_keys_are_one_group_and_their_old_flat_spelling_still_reads():
+    new = apply_overrides(preset("crohme-cpu"), ["data.root=x", "data.extra=a,b", "data.workers=0",
+                                                 "data.normalize_labels=false", "data.canvas=64x128"])
+    old = apply_overrides(preset("crohme-cpu"), ["data=x", "extra_train=a,b", "num_workers=0",
+                                                 "normalize_labels=false", "canvas=64x128"])
+    assert new == old and new.data.root == "x" and new.data.extra == ("a", "b") and new.data.canvas == (64, 128)
+    flat = to_dict(new)
+    dat = flat.pop("data")
+    flat.update({"data": dat.pop("root"), "extra_train": dat.pop("extra"), "num_workers": dat.pop("workers"), **dat})
+    assert from_dict(flat) == new
 
 
 def test_optimisation_keys_are_one_group_and_their_old_flat_spelling_still_reads():

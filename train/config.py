@@ -78,6 +78,21 @@ class EvalConfig:
 
 
 @dataclass
+class DataConfig:
+    """What a run trains on and how its labels are read."""
+
+    root: str = "shards/crohme"          # shard root written by datasets_prep.inkml (--data)
+    train_split: str = "train"
+    extra: tuple[str, ...] = ()          # more split folders trained on with the train split (synth sets its own)
+    canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): the shards' (their summary.json)
+    workers: int = 2                     # DataLoader worker processes
+    normalize_labels: bool = False       # the LabelSpec's `normalized`: learn and score tokenizer.normalize(label)
+    extended_modifiers: bool = False     # SAT extended modifier set
+    vocab_min_count: int = 1
+    drop_invalid: bool = True            # skip training samples whose label failed validation
+
+
+@dataclass
 class OptimConfig:
     """How the weights move: the optimizer, the learning rate over the run, clipping and the EMA."""
 
@@ -100,7 +115,10 @@ FLAT_EVAL_KEYS = {f"eval_{k}": f"eval.{k}" for k in ("splits", "every", "limit",
 FLAT_OPTIM_KEYS = {"optimizer": "optim.name", "lr_milestones": "optim.milestones",
                    **{k: f"optim.{k}" for k in ("lr", "weight_decay", "betas", "momentum", "warmup_steps", "warmup_start",
                                                 "schedule", "min_lr_ratio", "grad_clip", "ema")}}
-FLAT_KEYS = {**FLAT_EVAL_KEYS, **FLAT_OPTIM_KEYS}
+FLAT_DATA_KEYS = {"data": "data.root", "extra_train": "data.extra", "num_workers": "data.workers",
+                  **{k: f"data.{k}" for k in ("train_split", "canvas", "normalize_labels", "extended_modifiers",
+                                              "vocab_min_count", "drop_invalid")}}
+FLAT_KEYS = {**FLAT_EVAL_KEYS, **FLAT_OPTIM_KEYS, **FLAT_DATA_KEYS}
 """The keys as they were spelled before they were grouped: still accepted as overrides, and read
 from checkpoints and configs written then."""
 
@@ -108,17 +126,14 @@ from checkpoints and configs written then."""
 @dataclass
 class TrainConfig:
     name: str = "custom"
-    data: str = "shards/crohme"          # shard root written by datasets_prep.inkml
+    data: DataConfig = field(default_factory=DataConfig)  # the shards, their canvas and how labels are read
     out: str = "runs/custom"
-    train_split: str = "train"
     eval: EvalConfig = field(default_factory=EvalConfig)  # what the quick and final evaluations score
     model: RecognizerConfig = field(default_factory=GryphOneConfig)  # model.kind picks the recognizer
-    canvas: tuple[int, int] = (0, 0)     # (H, W) the shards must have; (0, 0): the shards' (their summary.json)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
     synth: SynthConfig = field(default_factory=SynthConfig)
     log: LogConfig = field(default_factory=LogConfig)
-    extra_train: tuple[str, ...] = ()    # more split folders trained on with the train split (synth sets its own)
     batch_size: int = 32                 # global batch (split across DDP ranks)
     optim: OptimConfig = field(default_factory=OptimConfig)  # optimizer, learning-rate schedule, clipping, EMA
     epochs: float = 60.0
@@ -127,15 +142,10 @@ class TrainConfig:
     seed: int = 0
     log_every: int = 20
     ckpt_every: int = 500
-    num_workers: int = 2
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
     bf16: bool | None = None             # None: on for CUDA, off on CPU
     threads: int = 0                     # torch CPU threads; 0 = torch default
-    drop_invalid: bool = True            # skip training samples whose label failed validation
-    normalize_labels: bool = False       # the LabelSpec's `normalized`: learn and score tokenizer.normalize(label)
-    extended_modifiers: bool = False     # SAT extended modifier set
-    vocab_min_count: int = 1
     ddp_check: bool = False              # each rank writes a digest of its parameters at the end (tests)
 
 
@@ -143,8 +153,8 @@ def _micro() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=64, enc_depth=2, enc_heads=4, dec_dim=64,
                     dec_depth=2, dec_heads=4, dropout=0.0, max_len=32, loss=LossConfig(T=10))
     return TrainConfig(name="micro", out="runs/micro", model=m, batch_size=8, max_steps=600, log_every=50,
-                       ckpt_every=0, num_workers=0, eval=EvalConfig(T=(1, 10), seeds=1, splits=("train",)),
-                       optim=OptimConfig(lr=3e-3, weight_decay=0.0))
+                       ckpt_every=0, eval=EvalConfig(T=(1, 10), seeds=1, splits=("train",)),
+                       optim=OptimConfig(lr=3e-3, weight_decay=0.0), data=DataConfig(workers=0))
 
 
 def _demo() -> TrainConfig:
@@ -155,11 +165,12 @@ def _demo() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=3, enc_heads=4, conv_stem=True,
                     dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=24,
                     loss=LossConfig(T=10, kl_warmup_steps=400), aux_reader_weight=1.0)
-    return TrainConfig(name="demo", data="runs/demo/shards", out="runs/demo", model=m,
+    return TrainConfig(name="demo", out="runs/demo", model=m,
                        pretrain=PretrainConfig(steps=1000, init_decoder=True), batch_size=32, max_steps=1500,
-                       log_every=50, ckpt_every=400, num_workers=1,
+                       log_every=50, ckpt_every=400,
                        eval=EvalConfig(every=400, limit=100, T=(1, 10), seeds=2, splits=("test",)),
-                       optim=OptimConfig(lr=2e-3, weight_decay=1e-2, warmup_steps=50, schedule="cosine"))
+                       optim=OptimConfig(lr=2e-3, weight_decay=1e-2, warmup_steps=50, schedule="cosine"),
+                       data=DataConfig(root="runs/demo/shards", workers=1))
 
 
 def _tiny() -> TrainConfig:
@@ -182,12 +193,12 @@ def _crohme_cpu() -> TrainConfig:
     m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
                     stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
                     loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
-    return TrainConfig(name="crohme-cpu", data="shards/crohme-96x384", out="runs/crohme-cpu", model=m,
+    return TrainConfig(name="crohme-cpu", out="runs/crohme-cpu", model=m,
                        pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True), batch_size=16,
-                       max_minutes=50, ckpt_every=250, num_workers=1, normalize_labels=True,
-                       synth=SynthConfig(count=10000),
+                       max_minutes=50, ckpt_every=250, synth=SynthConfig(count=10000),
                        eval=EvalConfig(every=1000, limit=150, splits=("test2014", "test2016"), T=(1, 10), seeds=3),
-                       optim=OptimConfig(lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine", ema=0.999))
+                       optim=OptimConfig(lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine", ema=0.999),
+                       data=DataConfig(root="shards/crohme-96x384", workers=1, normalize_labels=True))
 
 
 def _crohme_ship() -> TrainConfig:
@@ -198,7 +209,7 @@ def _crohme_ship() -> TrainConfig:
     stage-2 steps (BENCHMARKS.md). Every choice (checkpoint, decoder) is made on `valid`; the test
     splits are read once, afterwards, with `train.eval`."""
     cfg = _crohme_cpu()
-    cfg.name, cfg.out, cfg.train_split, cfg.eval.splits = "crohme-ship", "runs/crohme-ship", "fit", ("valid",)
+    cfg.name, cfg.out, cfg.data.train_split, cfg.eval.splits = "crohme-ship", "runs/crohme-ship", "fit", ("valid",)
     cfg.pretrain.max_minutes, cfg.max_minutes = 45, 85
     cfg.synth.bank, cfg.synth.cache = "shards/glyph-bank-fit", "shards/synth-cache-fit"
     return cfg
@@ -216,8 +227,8 @@ def _print_cpu() -> TrainConfig:
     `model.kind=ar model.max_len=160 max_minutes=110` (likewise hvt; posformer keeps two stages with
     `model.encoder=vit model.max_len=160`)."""
     cfg = _crohme_cpu()
-    cfg.name, cfg.data, cfg.out = "print-cpu", "shards/printed-64x512", "runs/print-cpu"
-    cfg.eval.splits, cfg.eval.markup, cfg.normalize_labels = ("valid", "test", "test_varied"), "images", False
+    cfg.name, cfg.data.root, cfg.out = "print-cpu", "shards/printed-64x512", "runs/print-cpu"
+    cfg.eval.splits, cfg.eval.markup, cfg.data.normalize_labels = ("valid", "test", "test_varied"), "images", False
     cfg.model.max_len, cfg.pretrain.max_len = 120, 160
     cfg.pretrain.max_minutes, cfg.max_minutes = 50, 60
     cfg.synth = SynthConfig(count=0)
@@ -236,10 +247,10 @@ def _paper() -> TrainConfig:
                     dec_depth=5, dec_heads=8, dropout=0.3, max_len=150,
                     dec_pos="fixed", dec_shared_table=True, dec_block="official",
                     loss=LossConfig(T=50, rmml=True, mask_mode="independent", kl_detach=True))
-    return TrainConfig(name="paper", data="shards/mathwriting", out="runs/paper", model=m, batch_size=32,
-                       epochs=60, num_workers=6, ckpt_every=2000,
+    return TrainConfig(name="paper", out="runs/paper", model=m, batch_size=32, epochs=60, ckpt_every=2000,
                        eval=EvalConfig(splits=("valid", "test"), T=(1, 10, 50), samplers=("remask-keep", "remask"), seeds=10),
-                       optim=OptimConfig(lr=1e-4, weight_decay=1e-3, warmup_steps=100, warmup_start=0.2, schedule="step", milestones=(50.0,), grad_clip=10.0))
+                       optim=OptimConfig(lr=1e-4, weight_decay=1e-3, warmup_steps=100, warmup_start=0.2, schedule="step", milestones=(50.0,), grad_clip=10.0),
+                       data=DataConfig(root="shards/mathwriting", workers=6))
 
 
 def _posformer_paper() -> TrainConfig:
@@ -249,10 +260,11 @@ def _posformer_paper() -> TrainConfig:
     plateau-driven lr decay and scale augmentation are not here: cosine decay to 0.1 x lr instead,
     and `augment.prob` for augmentation (docs/model.md)."""
     m = PosFormerConfig(max_len=200, bidirectional=True)
-    return TrainConfig(name="posformer-paper", data="shards/crohme", out="runs/posformer-paper", model=m,
-                       batch_size=8, epochs=300, num_workers=6, ckpt_every=2000, normalize_labels=True,
+    return TrainConfig(name="posformer-paper", out="runs/posformer-paper", model=m, batch_size=8, epochs=300,
+                       ckpt_every=2000,
                        eval=EvalConfig(splits=("test2014", "test2016", "test2019"), beams=(1, 10)),
-                       optim=OptimConfig(name="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine"))
+                       optim=OptimConfig(name="sgd", lr=0.08, weight_decay=1e-4, schedule="cosine"),
+                       data=DataConfig(root="shards/crohme", workers=6, normalize_labels=True))
 
 
 def _hvt_paper() -> TrainConfig:
@@ -260,10 +272,10 @@ def _hvt_paper() -> TrainConfig:
     blocks, [CLS] initial state, coverage attention) on printed formulas (IM2LATEX-100K shards); the
     paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
     m = HVTConfig(max_len=200, **HVT_PAPER)
-    return TrainConfig(name="hvt-paper", data="shards/im2latex", out="runs/hvt-paper", model=m, batch_size=32,
-                       epochs=30, num_workers=6, ckpt_every=2000,
+    return TrainConfig(name="hvt-paper", out="runs/hvt-paper", model=m, batch_size=32, epochs=30, ckpt_every=2000,
                        eval=EvalConfig(splits=("valid", "test"), beams=(1, 5)),
-                       optim=OptimConfig(lr=3e-4, warmup_steps=1000, schedule="cosine"))
+                       optim=OptimConfig(lr=3e-4, warmup_steps=1000, schedule="cosine"),
+                       data=DataConfig(root="shards/im2latex", workers=6))
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
@@ -387,6 +399,14 @@ def from_dict(d: dict) -> TrainConfig:
     for flat in FLAT_EVAL_KEYS:  # a config written before the evaluation keys were grouped
         if flat in d:
             ev[flat.removeprefix("eval_")] = d.pop(flat)
+    dat = dict(d["data"]) if isinstance(d.get("data"), dict) else {}
+    for flat, dotted in FLAT_DATA_KEYS.items():  # likewise the data keys ("data" was the shard root)
+        if flat in d and not (flat == "data" and isinstance(d[flat], dict)):
+            dat[dotted.removeprefix("data.")] = d.pop(flat)
+    for k in ("extra", "canvas"):
+        if k in dat:
+            dat[k] = tuple(dat[k])
+    d["data"] = DataConfig(**dat)
     opt = dict(d.get("optim", {}))
     for flat, dotted in FLAT_OPTIM_KEYS.items():  # likewise the optimisation keys
         if flat in d:
@@ -399,7 +419,4 @@ def from_dict(d: dict) -> TrainConfig:
         if k in ev:
             ev[k] = tuple(ev[k])
     d["eval"] = EvalConfig(**ev)
-    for k in ("canvas", "extra_train"):
-        if k in d:
-            d[k] = tuple(d[k])
     return TrainConfig(**d)

@@ -34,8 +34,8 @@ def data_source(root: str | Path) -> tuple[str, str]:
 
 
 def _data_lines(cfg: TrainConfig) -> list[str]:
-    roots = {str(cfg.data): [f"train: `{cfg.train_split}`", f"eval: {', '.join(f'`{s}`' for s in cfg.eval.splits)}"]}
-    for extra in cfg.extra_train:
+    roots = {str(cfg.data.root): [f"train: `{cfg.data.train_split}`", f"eval: {', '.join(f'`{s}`' for s in cfg.eval.splits)}"]}
+    for extra in cfg.data.extra:
         roots.setdefault(str(Path(extra).parent), []).append(f"extra training split `{Path(extra).name}`")
     if cfg.pretrain.data:
         roots.setdefault(cfg.pretrain.data, []).append("stage-1 pretraining")
@@ -55,7 +55,7 @@ def _recipe_lines(cfg: TrainConfig, loaded: Loaded, pretrain_minutes: float) -> 
     stage1 = f"; stage 1 (AR reader on the encoder): {pretrain_minutes:.1f} minutes" if pretrain_minutes else ""
     settings = {"batch": cfg.batch_size, "lr": cfg.optim.lr, "schedule": cfg.optim.schedule, "warmup steps": cfg.optim.warmup_steps,
                 "weight decay": cfg.optim.weight_decay, "EMA": cfg.optim.ema or "off", "augment.prob": cfg.augment.prob,
-                "normalized labels": cfg.normalize_labels, "seed": cfg.seed}
+                "normalized labels": cfg.data.normalize_labels, "seed": cfg.seed}
     if hasattr(m, "loss"):
         settings.update({"diffusion T": m.loss.T, "RMML": m.loss.rmml, "aux reader weight": m.aux_reader_weight})
     return [f"- preset `{cfg.name}`, {loaded.step} steps, {minutes:.1f} minutes of training{stage1}",

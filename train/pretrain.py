@@ -40,7 +40,7 @@ def pretrain_config(cfg: TrainConfig) -> TrainConfig:
         raise ValueError(f"pretrain trains a ViT encoder with the AR reader; {why_not} "
                          f"(set pretrain.steps=0 pretrain.max_minutes=0)")
     pre = copy.deepcopy(cfg)
-    pre.name, pre.out, pre.data = f"{cfg.name}-pretrain", str(Path(cfg.out) / "pretrain"), p.data or cfg.data
+    pre.name, pre.out, pre.data.root = f"{cfg.name}-pretrain", str(Path(cfg.out) / "pretrain"), p.data or cfg.data.root
     pre.model = switch_kind(cfg.model, "ar")
     if p.max_len:
         pre.model.max_len = p.max_len  # else switch_kind's conversion of the window (2x SAT positions)

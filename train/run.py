@@ -47,7 +47,7 @@ def _quick_eval(cfg: TrainConfig):
         spec = DecodeSpec(model.default_sampler, T=max(cfg.eval.T))
         was_training = model.training
         model.eval()
-        res = evaluate_splits(model, Path(cfg.data), cfg.eval.splits[:1], [spec], limit=cfg.eval.limit)
+        res = evaluate_splits(model, Path(cfg.data.root), cfg.eval.splits[:1], [spec], limit=cfg.eval.limit)
         model.train(was_training)
         metrics = res[cfg.eval.splits[0]]["metrics"]
         m = next(iter(metrics.values()))
@@ -64,7 +64,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     loaded = load(ckpt, run_device(cfg))
     rec = loaded.recognizer
     specs = default_specs(rec, cfg.eval.T, cfg.eval.samplers, seeds=cfg.eval.seeds, beams=cfg.eval.beams)
-    results = evaluate_splits(rec, Path(cfg.data), cfg.eval.splits, specs, markup=cfg.eval.markup)
+    results = evaluate_splits(rec, Path(cfg.data.root), cfg.eval.splits, specs, markup=cfg.eval.markup)
     for split, res in results.items():
         print(format_table(split, res["metrics"]), flush=True)
     report = {"step": loaded.step, "results": results}
@@ -81,7 +81,7 @@ def final_report(cfg: TrainConfig, ckpt: Path) -> dict:
     if curves is None:
         print("[run] note: no curves.png without matplotlib (pip install matplotlib, the plots extra)")
     if rec.step_samplers:
-        refinement_picture(rec, Path(cfg.data) / cfg.eval.splits[0], max(cfg.eval.T), out / "refinement.png")
+        refinement_picture(rec, Path(cfg.data.root) / cfg.eval.splits[0], max(cfg.eval.T), out / "refinement.png")
         wrote += ", refinement.png"
     print(f"[run] wrote {out}/{wrote}")
     return results
@@ -95,7 +95,7 @@ def _stage_minutes(metrics: Path) -> float:
 
 def _demo_predict(cfg: TrainConfig, ckpt: Path, n: int = 3) -> None:
     """Run the predict CLI's code path on a few held-out InkML files of the demo set."""
-    files = sorted((Path(cfg.data).parent / "ink" / "test").glob("*.inkml"))[:n]
+    files = sorted((Path(cfg.data.root).parent / "ink" / "test").glob("*.inkml"))[:n]
     if files:
         print(f"[run] python -m train.predict --ckpt {ckpt} {' '.join(str(f) for f in files)}")
         predict.main(["--ckpt", str(ckpt), *map(str, files)])
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.eval.markup not in MARKUP_MODES:
         ap.error(f"eval.markup={cfg.eval.markup!r}: choose from {', '.join(map(repr, MARKUP_MODES))}")
     if args.data:
-        cfg.data = args.data
+        cfg.data.root = args.data
     if args.out:
         cfg.out = args.out
     if cfg.model.kind != preset(args.config).model.kind and args.out is None:
@@ -155,17 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     try:
         if args.config == "demo" and args.data is None and is_main:
-            prepare_demo_data(Path(cfg.data).parent)
-        if not (Path(cfg.data) / cfg.train_split).exists():
-            print(f"error: no shards at {cfg.data}/{cfg.train_split}; write them with "
-                  f"`python -m datasets_prep.inkml --src ... --out {cfg.data}`", file=sys.stderr)
+            prepare_demo_data(Path(cfg.data.root).parent)
+        if not (Path(cfg.data.root) / cfg.data.train_split).exists():
+            print(f"error: no shards at {cfg.data.root}/{cfg.data.train_split}; write them with "
+                  f"`python -m datasets_prep.inkml --src ... --out {cfg.data.root}`", file=sys.stderr)
             return 1
         if args.fresh and is_main:
             for name in ("ckpt.pt", "metrics.jsonl", "pretrain/ckpt.pt", "pretrain/metrics.jsonl"):
                 (Path(cfg.out) / name).unlink(missing_ok=True)
         synth = _synth_split(cfg, is_main)
         if synth is not None:
-            cfg.extra_train = (*cfg.extra_train, str(synth))
+            cfg.data.extra = (*cfg.data.extra, str(synth))
         times = {"data": time.time() - t0}
         if pretrain_applies(cfg, log=print if is_main else (lambda msg: None)):
             pre_ckpt, times["pretrain"] = run_pretrain(cfg, resume=not args.fresh)

@@ -59,10 +59,10 @@ def excluded_splits(root: Path, cfg: TrainConfig) -> list[str]:
     no test label."""
     rec = read_holdout(root) or {}
     family = {rec.get("source"), rec.get("fit"), rec.get("valid")}
-    own = {cfg.train_split}
-    if cfg.train_split == rec.get("source"):
+    own = {cfg.data.train_split}
+    if cfg.data.train_split == rec.get("source"):
         own |= family  # fit and valid are parts of the training split itself
-    elif cfg.train_split == rec.get("fit"):
+    elif cfg.data.train_split == rec.get("fit"):
         own.add(rec.get("source"))  # the superset; valid stays excluded
     names = set(cfg.eval.splits)
     try:
@@ -81,14 +81,14 @@ def _bank(cfg: TrainConfig, log: Callable[[str], None]) -> Path:
             made_from = "inputs not recorded"
         log(f"[synth] glyph bank {folder} ({made_from}); delete it or set synth.bank to build another")
         return folder
-    source = Path(cfg.synth.bank_input) if cfg.synth.bank_input else train_inputs(Path(cfg.data), cfg.train_split)
+    source = Path(cfg.synth.bank_input) if cfg.synth.bank_input else train_inputs(Path(cfg.data.root), cfg.data.train_split)
     if source is None:
         raise ValueError(f"synth.count={cfg.synth.count} needs a glyph bank: synth.bank={folder} holds none, "
-                         f"synth.bank_input (segmented InkML to build it from) is not set, and {cfg.data}/summary.json "
-                         f"names no {cfg.train_split!r} input folder that exists here; set synth.bank_input=FOLDER, "
+                         f"synth.bank_input (segmented InkML to build it from) is not set, and {cfg.data.root}/summary.json "
+                         f"names no {cfg.data.train_split!r} input folder that exists here; set synth.bank_input=FOLDER, "
                          f"or synth.count=0 to train without synthetic data")
     t0 = time.time()
-    skip = held_out_writers(Path(cfg.data), cfg.train_split)
+    skip = held_out_writers(Path(cfg.data.root), cfg.data.train_split)
     bank, report = build_bank(cfg.synth.bank_source, [source], skip_writers=skip)
     if bank.num_samples == 0:
         raise ValueError(f"{source}: no segmented symbol found to build a glyph bank from")
@@ -105,8 +105,8 @@ def prepare_synth(cfg: TrainConfig, render: RenderSpec, log: Callable[[str], Non
         return None
     bank = _bank(cfg, log)
     Bank.load(bank)  # a clear error now for a damaged bank, not halfway through synthesis
-    root = Path(cfg.data)
-    labels = load_split(root / cfg.train_split).column("latex").to_pylist()
+    root = Path(cfg.data.root)
+    labels = load_split(root / cfg.data.train_split).column("latex").to_pylist()
     exclude = [lab for split in excluded_splits(root, cfg) for lab in load_split(root / split).column("latex").to_pylist()]
     t0 = time.time()
     shards = bank_shards(bank, labels, cfg.synth.count, cfg.synth.cache, size=render.size, seed=cfg.seed,

@@ -175,11 +175,11 @@ def make_optimizer(cfg: TrainConfig, model: torch.nn.Module, device: torch.devic
 def resolve_render(cfg: TrainConfig) -> RenderSpec:
     """The shards' RenderSpec (their summary.json); shards that do not say get the defaults at their
     images' size. An explicit `canvas` that disagrees is one clear error at the start."""
-    root = Path(cfg.data)
+    root = Path(cfg.data.root)
     spec = RenderSpec.from_shards(root)
     if spec is None:
-        spec = RenderSpec().with_size(_first_image_size(root / cfg.train_split))
-    want = tuple(cfg.canvas)
+        spec = RenderSpec().with_size(_first_image_size(root / cfg.data.train_split))
+    want = tuple(cfg.data.canvas)
     if any(want) and want != spec.size:
         raise RenderSpecError(f"{root}: the shards are {spec.size[0]}x{spec.size[1]} images but canvas is "
                               f"{want[0]}x{want[1]}; convert with `--size {want[0]}x{want[1]}` or set "
@@ -200,18 +200,18 @@ def resolve_labels(cfg: TrainConfig, state: dict | None, labelled: tuple, label_
     if state is not None:
         return read_specs(state, Path(cfg.out) / "ckpt.pt")[3]
     table, labels = labelled
-    if "label_error" in table.column_names and cfg.drop_invalid:
+    if "label_error" in table.column_names and cfg.data.drop_invalid:
         errs = table.column("label_error").to_pylist()
         labels = [lab for lab, e in zip(labels, errs) if not e]
-    return LabelSpec.build(label_kind, labels, normalized=cfg.normalize_labels,
-                           extended_modifiers=cfg.extended_modifiers, min_count=cfg.vocab_min_count)
+    return LabelSpec.build(label_kind, labels, normalized=cfg.data.normalize_labels,
+                           extended_modifiers=cfg.data.extended_modifiers, min_count=cfg.data.vocab_min_count)
 
 
 def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer, SplitData, ShardDataset]:
     """Specs, recognizer (warm-started on a fresh run) and the encoded training data."""
     render = resolve_render(cfg)
-    train_dir = Path(cfg.data) / cfg.train_split
-    labelled = read_labels(train_dir, cfg.normalize_labels)  # read once, for the vocabulary and the targets
+    train_dir = Path(cfg.data.root) / cfg.data.train_split
+    labelled = read_labels(train_dir, cfg.data.normalize_labels)  # read once, for the vocabulary and the targets
     labels = resolve_labels(cfg, state, labelled, recognizer_class(cfg.model.kind).label_kind)
     if state is not None:
         kind, stored, _, _ = read_specs(state, Path(cfg.out) / "ckpt.pt")
@@ -225,11 +225,11 @@ def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer,
     if state is None:
         model.warm_start(log if env.is_main else (lambda msg: None))
     data = load_split_data(train_dir, model.targets, cfg.model.max_len, labels=labels,
-                           drop_invalid=cfg.drop_invalid, labelled=labelled)
+                           drop_invalid=cfg.data.drop_invalid, labelled=labelled)
     if not len(data.rows):
-        raise ValueError(f"{cfg.data}/{cfg.train_split}: no usable training samples ({dict(data.skipped)})")
+        raise ValueError(f"{cfg.data.root}/{cfg.data.train_split}: no usable training samples ({dict(data.skipped)})")
     dataset = ShardDataset(data, render.size)
-    extras = [_extra_split(Path(p), model, cfg, render) for p in cfg.extra_train]
+    extras = [_extra_split(Path(p), model, cfg, render) for p in cfg.data.extra]
     if extras:
         for extra in extras:
             data.skipped.update({f"{k} (extra)": v for k, v in extra.data.skipped.items()})
@@ -244,7 +244,7 @@ def _extra_split(split_dir: Path, model: Recognizer, cfg: TrainConfig, render: R
         raise RenderSpecError(f"{split_dir}: {spec.size[0]}x{spec.size[1]} images, the run's canvas is "
                               f"{render.size[0]}x{render.size[1]}")
     data = load_split_data(split_dir, model.targets, cfg.model.max_len, labels=model.labels,
-                           drop_invalid=cfg.drop_invalid)
+                           drop_invalid=cfg.data.drop_invalid)
     return ShardDataset(data, render.size)
 
 
@@ -333,7 +333,7 @@ class Trainer:
         cfg, env = self.cfg, self.env
         batches = epoch_batches(len(self.dataset), cfg.batch_size, cfg.seed, self.pos.epoch, env.rank, env.world)
         return torch.utils.data.DataLoader(self.dataset, batch_sampler=batches[self.pos.batch_in_epoch:],
-                                           collate_fn=collate, num_workers=cfg.num_workers, generator=generator,
+                                           collate_fn=collate, num_workers=cfg.data.workers, generator=generator,
                                            persistent_workers=False, pin_memory=env.device.type == "cuda")
 
     def train_step(self, batch: dict) -> tuple[dict[str, torch.Tensor], float, torch.Tensor | None]:
@@ -384,8 +384,8 @@ class Trainer:
                                                                 "examples": self.data.skipped_examples}, indent=1))
         log(f"[train] {cfg.model.kind} model, {count_params(model) / 1e6:.2f}M parameters, device {env.device}"
             f"{' bf16' if env.bf16 else ''}{' compiled' if env.compile else ''}, world {env.world}")
-        extra = f" + {len(self.dataset) - len(self.data.rows)} from {', '.join(cfg.extra_train)}" if cfg.extra_train else ""
-        log(f"[train] {len(self.data.rows)} training samples from {cfg.data}/{cfg.train_split}{extra}"
+        extra = f" + {len(self.dataset) - len(self.data.rows)} from {', '.join(cfg.data.extra)}" if cfg.data.extra else ""
+        log(f"[train] {len(self.data.rows)} training samples from {cfg.data.root}/{cfg.data.train_split}{extra}"
             f" (left out: {skipped or 'none'}); vocab {model.labels.size()}; canvas "
             f"{model.render.size[0]}x{model.render.size[1]}; "
             + (f"{cfg.max_minutes} minutes" if self.by_time else f"{self.total} steps")
