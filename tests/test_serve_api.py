@@ -315,7 +315,8 @@ def test_the_ar_baseline_is_served_with_one_final_step(root, inks):
         assert status == 200 and parses(doc["latex"]) and doc["kind"] == "ar" and doc["T"] is None
         assert len(doc["steps"]) == 1 and 0.0 < doc["confidence"] <= 1.0   # the output's, not per token
         assert doc["steps"][0]["latex"] == doc["latex"] and all(c is None for c in doc["steps"][0]["confidence"])
-        assert json.loads(request(running.url + "api/info")[2])["steps"] is False
+        info = json.loads(request(running.url + "api/info")[2])
+        assert info["steps"] is False and info["title"] == "the AR baseline"  # the page names it by its title
     finally:
         running.close()
 

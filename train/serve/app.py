@@ -250,9 +250,9 @@ class Handler(BaseHTTPRequestHandler):
                                                                   "Referrer-Policy": "no-referrer"})
         elif path == "/api/info":
             b, p = self.server.backend, self.server.printed
-            self._json(200, {"kind": b.kind, "steps": b.has_steps, "image_size": list(b.image_size),
+            self._json(200, {"kind": b.kind, "title": b.title, "steps": b.has_steps, "image_size": list(b.image_size),
                              "checkpoint_step": b.step, "T": self.server.default_T,
-                             "printed": None if p is None else {"kind": p.kind, "image_size": list(p.image_size),
+                             "printed": None if p is None else {"kind": p.kind, "title": p.title, "image_size": list(p.image_size),
                                                                 "checkpoint_step": p.step},
                              "limits": {"T": [1, MAX_T], "body_bytes": MAX_BODY_BYTES, "strokes": MAX_STROKES,
                                         "points": MAX_POINTS}})

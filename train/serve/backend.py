@@ -78,6 +78,7 @@ class Backend:
         self._lock = threading.Lock()
         self.device = device
         self.kind: str = self._model.kind
+        self.title: str = getattr(self._model, "title", "") or self.kind  # an ONNX folder's reader has no title
         self.image_size: tuple[int, int] = loaded.render.size
         self.max_len: int = int(self._model.cfg.max_len)
         self.step: int = loaded.step

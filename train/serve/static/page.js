@@ -324,14 +324,14 @@ async function start() {
     $("T").value = info.T;
     $("T").max = info.limits.T[1];
     $("t-box").hidden = !info.steps;
-    $("model").textContent = (info.steps ? "GryphOne (masked diffusion)" : "AR baseline") + ", canvas " +
+    $("model").textContent = info.title + (info.steps ? " (masked diffusion)" : "") + ", canvas " +
       info.image_size[0] + "×" + info.image_size[1] + ", trained " + info.checkpoint_step + " steps";
     if (info.printed) {
       $("printed-box").hidden = false;
-      $("printed-box").title = "read the image with the printed-formula model (" + info.printed.kind + ", canvas " +
+      $("printed-box").title = "read the image with the printed-formula model (" + info.printed.title + ", canvas " +
         info.printed.image_size[0] + "×" + info.printed.image_size[1] + ")";
     }
-    if (!info.steps) $("steps-hint").textContent = "The AR baseline decodes left to right: one final step, no per-token confidence.";
+    if (!info.steps) $("steps-hint").textContent = info.title + " decodes left to right: one final step, no per-token confidence.";
   } catch (err) {
     $("model").textContent = "the server cannot be reached";
   }
