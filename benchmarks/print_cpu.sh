@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The `print-cpu` runs from the LaTeX corpora: split IM2LATEX-100K's validation formulas by formula
-# (the CROHME 2014 and HME100K captions join train only), draw train with per-image variation and
-# valid/test clean (+ test varied, + test by TeX when `latex` and `dvipng` are installed), convert at
-# 64x512, then train the recognizers named on the command line side by side, one thread each.
+# (the CROHME 2014 and HME100K captions join train only), draw every split with TeX where `latex` and
+# `dvipng` are installed and the layout engine for the rest (--renderer auto; print_summary.json says
+# which drew each image), train with per-image variation, valid/test clean, test also varied and
+# drawn by the engine alone (test_engine), convert at 64x512, then train the recognizers named on the
+# command line side by side, one thread each. RENDERER=layout draws everything with the engine.
 #   bash benchmarks/print_cpu.sh LATEX_DIR [WORK_DIR] [KIND ...]      (KIND: ar hvt diffusion posformer)
 # LATEX_DIR holds im2latex100k_val_norm.txt, crohme2014_train_captions.txt, hme100k_test.tsv.
 # WORK_DIR (default .) gets printed-corpus/, printed/, shards/printed-64x512 and runs/print-cpu-KIND.
@@ -11,20 +13,21 @@ set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
+r=${RENDERER:-auto}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
-  python -m datasets_prep.synth --style print --vary --labels "$corpus/train.txt" --split train --out "$img" --quiet "${count[@]}" || true
+  python -m datasets_prep.synth --style print --renderer "$r" --vary --labels "$corpus/train.txt" --split train \
+      --out "$img" --quiet "${count[@]}" || true
   for s in valid test; do
-    python -m datasets_prep.synth --style print --labels "$corpus/$s.txt" --split "$s" --out "$img" --quiet "${count[@]}" || true
-  done
-  python -m datasets_prep.synth --style print --vary --seed 1 --labels "$corpus/test.txt" --split test_varied --out "$img" \
-      --quiet "${count[@]}" || true
-  if command -v latex >/dev/null && command -v dvipng >/dev/null; then
-    python -m datasets_prep.synth --style print --renderer tex --labels "$corpus/test.txt" --split test_tex --out "$img" \
+    python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/$s.txt" --split "$s" --out "$img" \
         --quiet "${count[@]}" || true
-  fi
+  done
+  python -m datasets_prep.synth --style print --renderer "$r" --vary --seed 1 --labels "$corpus/test.txt" \
+      --split test_varied --out "$img" --quiet "${count[@]}" || true
+  python -m datasets_prep.synth --style print --renderer layout --labels "$corpus/test.txt" --split test_engine \
+      --out "$img" --quiet "${count[@]}" || true
   python -m tokenizer.check "$img/valid/labels.tsv" "$img/test/labels.tsv" --against "$img/train/labels.tsv" --max-leak 0 >/dev/null
   python -m datasets_prep.images --src folder --input "$img" --size 64x512 --out "$data" --workers 2
 fi

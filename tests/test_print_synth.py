@@ -213,3 +213,47 @@ def test_real_formulas_draw_or_fail_with_a_reason(shared_data):
         drawn += 1
         assert img.shape[0] < 400 and img.min() == 0
     assert drawn >= 0.85 * len(lines)
+
+
+@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
+                                         + " ".join(DEBIAN_PACKAGES) + ")")
+def test_tex_batches_give_what_each_formula_gives_alone():
+    """One document for many formulas: a refused formula is found by halving, a formula that could reach
+    past its page is typeset alone, and every image is the one render_tex draws by itself."""
+    from datasets_prep.synth.tex import batchable, render_tex_batch
+
+    formulas = [r"x ^ { 2 }", r"\frac { a }", r"\sum _ { i = 1 } ^ { n } i", r"\def\x{y} \x + 1", r"\sqrt { b }",
+                "", r"\alpha \beta", r"\undefinedcommand x", r"e ^ { i \pi } = - 1"]
+    assert not batchable(formulas[3]) and batchable(formulas[0])
+    got = render_tex_batch(formulas, batch=4)
+    for latex, one in zip(formulas, got):
+        try:
+            alone = render_tex(latex)
+        except SynthError as exc:
+            assert isinstance(one, SynthError) and one.reason == exc.reason, latex
+        else:
+            assert isinstance(one, np.ndarray) and np.array_equal(one, alone), latex
+
+
+@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
+                                         + " ".join(DEBIAN_PACKAGES) + ")")
+def test_auto_draws_with_tex_and_falls_back_to_the_engine_saying_which(tmp_path):
+    from datasets_prep.synth.print_variation import PrintVariation
+
+    # \lt: the engine draws it (CROHME spells < so), TeX does not know it; \fbox: the other way round
+    labels = [r"x ^ { 2 }", r"{ \fbox { a } }", r"x \lt y", r"\undefinedcommand x"]
+    s = write_printed(labels, tmp_path / "o", renderer="auto", variation=PrintVariation(seed=2))
+    assert s["tex_available"] and s["drawn_by"] == {"tex": 2, "layout": 1} and s["layout_fallback"] == [2], s
+    assert [k["index"] for k in s["skipped"]] == [3]
+    again = write_printed(labels, tmp_path / "p", renderer="auto", variation=PrintVariation(seed=2))
+    for name in (tmp_path / "o" / "train").glob("*.png"):
+        assert name.read_bytes() == (tmp_path / "p" / "train" / name.name).read_bytes()
+    assert again["drawn_by"] == s["drawn_by"]
+
+
+def test_auto_without_tex_draws_everything_with_the_engine(tmp_path, monkeypatch):
+    import datasets_prep.synth.tex as tex
+
+    monkeypatch.setattr(tex.shutil, "which", lambda name: None)
+    s = write_printed([r"x ^ { 2 }", r"\frac { a } { b }"], tmp_path / "o", renderer="auto")
+    assert s["tex_available"] is False and s["drawn_by"] == {"layout": 2} and s["layout_fallback"] == []

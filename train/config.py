@@ -217,9 +217,10 @@ def _crohme_ship() -> TrainConfig:
 
 def _print_cpu() -> TrainConfig:
     """Printed formulas on 2 CPU cores in under two hours, everything included: `crohme-cpu`'s model on
-    64x512 images of printed formulas (`shards/printed-64x512`: IM2LATEX-100K's validation formulas
-    split by formula, plus the CROHME 2014 and HME100K captions as more training formulas, each drawn
-    once with its own size, weight, skew, blur, noise and JPEG; docs/datasets.md), labels as written
+    64x512 images of printed formulas (`shards/printed-64x512`, made by benchmarks/print_cpu.sh:
+    IM2LATEX-100K's validation formulas split by formula, plus the CROHME 2014 and HME100K captions as
+    more training formulas, drawn by TeX where it is installed and by the layout engine otherwise,
+    training images each with its own size, skew, blur, noise and JPEG; docs/datasets.md), labels as written
     (im2markup's spacing, which the printed metrics score against), no handwriting synthesis, 50 + 60
     minutes for GryphOne's two stages and the final evaluation with the image-to-markup metrics (BLEU-4,
     edit score, exact match, image exact match) on valid, test and test_varied. The one-stage

@@ -55,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--style", choices=("handwriting", "print"), default="handwriting",
                    help="print: render --labels as printed formulas (PNG + labels.tsv per split, the `folder` "
                         "source layout) instead of handwriting InkML")
-    p.add_argument("--renderer", choices=("layout", "tex"), default="layout",
-                   help="with --style print: the project's layout engine (no TeX needed) or latex + dvipng")
+    p.add_argument("--renderer", choices=("layout", "tex", "auto"), default="layout",
+                   help="with --style print: the project's layout engine (no TeX needed), latex + dvipng, or auto "
+                        "(TeX where installed, the engine for what TeX refuses; print_summary.json says which drew each)")
     p.add_argument("--vary", action="store_true",
                    help="with --style print: each image its own size, stroke weight, slight skew, blur, noise and "
                         "JPEG quality, drawn from --seed and its index (ranges: datasets_prep/synth/print_variation.py; "

@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from tokenizer.files import atomic_write
 
 from ..names import plain_name
@@ -29,7 +31,9 @@ from .errors import SynthError
 from .print_variation import PrintVariation
 from .printed import PrintStyle, render_print
 
-RENDERERS = ("layout", "tex")
+RENDERERS = ("layout", "tex", "auto")
+CHUNK = 256
+"""Labels drawn per TeX batch (and held in memory at once)."""
 LABELS = "labels.tsv"
 SUMMARY = "print_summary.json"
 _OURS = re.compile(r"\d{7}\.png")
@@ -43,19 +47,18 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
                   style: PrintStyle = PrintStyle(), dpi: int | None = None, progress: bool = False,
                   variation: PrintVariation | None = None) -> dict:
     """Render every label to out/<split>/; returns the summary (written, skipped list, reasons, the
-    time and formulas/s, the variation's ranges). With `variation`, each image draws its own size,
-    stroke weight, skew, blur, noise and JPEG quality from (variation.seed, its index); the TeX
-    renderer takes the degradations but keeps its own size and weight.
-    Raises ValueError on a bad split or renderer, tex.TexUnavailable without TeX."""
+    time and formulas/s, how many images each renderer drew, the variation's ranges).
+
+    renderer: "layout" (the project's engine), "tex" (latex + dvipng, TexUnavailable without them) or
+    "auto" (TeX where it is installed, the engine for a formula TeX refuses and for every formula
+    when TeX is absent; `layout_fallback` in the summary lists the indices the engine drew). With
+    `variation`, each image draws its own size, stroke weight, skew, blur, noise and JPEG quality from
+    (variation.seed, its index); a TeX image takes the size by resampling and keeps TeX's weight.
+    Raises ValueError on a bad split or renderer."""
     if renderer not in RENDERERS:
         raise ValueError(f"unknown renderer {renderer!r} (choose from {', '.join(RENDERERS)})")
     plain_name(split)
-    if renderer == "tex":
-        from .tex import DEFAULT_DPI, check_tex, render_tex
-        check_tex()
-        draw = lambda latex, st: render_tex(latex, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))  # noqa: E731
-    else:
-        draw = lambda latex, st: render_print(latex, st)  # noqa: E731
+    use_tex = _tex_wanted(renderer)
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / LABELS).is_file():  # a previous run's images would otherwise linger unlabelled
@@ -66,40 +69,89 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=len(labels), unit="formula", desc=f"print {renderer} -> {folder}")
-    rows, skipped, reasons, nbytes = [], [], Counter(), 0
+    rows, skipped, reasons, drawn_by, fallback, nbytes = [], [], Counter(), Counter(), [], 0
     t0, c0 = time.perf_counter(), time.process_time()
-    for i, raw in enumerate(labels):
-        latex = im2latex_label(raw)[0]
-        try:
-            if not latex:
-                raise SynthError(raw, "empty label")
-            if variation is None:
-                image = draw(latex, style)
+    for start in range(0, len(labels), CHUNK):
+        latexes = [im2latex_label(raw)[0] for raw in labels[start:start + CHUNK]]
+        tex = _tex_images(latexes, dpi, style) if use_tex else [None] * len(latexes)
+        for k, (latex, typeset) in enumerate(zip(latexes, tex)):
+            i = start + k
+            try:
+                image, by = _one_image(latex, labels[i], i, typeset, renderer, style, variation)
+                data = png_bytes(image, level=6)
+            except SynthError as e:
+                skipped.append({"index": i, "label": labels[i], "reason": e.reason})
+                reasons[re.sub(r" \(at token \d+\)$", "", e.reason)] += 1
             else:
-                rng = variation.rng(i)
-                image = variation.degrade(draw(latex, variation.style(style, rng)), rng)
-            data = png_bytes(image, level=6)
-        except SynthError as e:
-            skipped.append({"index": i, "label": raw, "reason": e.reason})
-            reasons[re.sub(r" \(at token \d+\)$", "", e.reason)] += 1
-        else:
-            name = image_name(i)
-            atomic_write(folder / f"{name}.png", data)
-            rows.append(f"{name}\t{latex}\n")
-            nbytes += len(data)
-        if bar is not None:
-            bar.update(1)
+                name = image_name(i)
+                atomic_write(folder / f"{name}.png", data)
+                rows.append(f"{name}\t{latex}\n")
+                nbytes += len(data)
+                drawn_by[by] += 1
+                if by == "layout" and use_tex:
+                    fallback.append(i)
+            if bar is not None:
+                bar.update(1)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     if bar is not None:
         bar.close()
     atomic_write(folder / LABELS, "".join(rows))
     summary = {"written": len(rows), "skipped": skipped, "reasons": dict(reasons.most_common()), "out": str(folder),
-               "split": split, "renderer": renderer, "bytes": nbytes, "seconds": round(seconds, 3),
+               "split": split, "renderer": renderer, "drawn_by": dict(drawn_by), "layout_fallback": fallback,
+               "tex_available": use_tex, "bytes": nbytes, "seconds": round(seconds, 3),
                "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None,
-               "cpu_seconds": round(cpu, 3),
-               "variation": None if variation is None else variation.summary()}  # this process only (TeX runs in children); steadier on a busy machine
+               "cpu_seconds": round(cpu, 3),  # this process only (TeX runs in children); steadier on a busy machine
+               "variation": None if variation is None else variation.summary()}
     atomic_write(folder / SUMMARY, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     return summary
+
+
+def _tex_wanted(renderer: str) -> bool:
+    """Whether TeX draws (checking it is there: "tex" without it raises TexUnavailable)."""
+    if renderer == "layout":
+        return False
+    from .tex import TexUnavailable, check_tex
+    try:
+        check_tex()
+    except TexUnavailable:
+        if renderer == "tex":
+            raise
+        return False
+    return True
+
+
+def _tex_images(latexes: list[str], dpi: int | None, style: PrintStyle) -> list:
+    from .tex import DEFAULT_DPI, render_tex_batch
+    todo = [x if x else " " for x in latexes]  # an empty label is refused below, before TeX's answer is read
+    return render_tex_batch(todo, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))
+
+
+def _one_image(latex: str, raw: str, index: int, typeset, renderer: str, style: PrintStyle,
+               variation: PrintVariation | None) -> tuple[np.ndarray, str]:
+    """The image of one label and which renderer drew it; SynthError when none can."""
+    if not latex:
+        raise SynthError(raw, "empty label")
+    rng = variation.rng(index) if variation is not None else None
+    drawn = variation.style(style, rng) if variation is not None else style
+    if isinstance(typeset, np.ndarray):
+        image, by = typeset, "tex"
+        if drawn.px_per_em != style.px_per_em:
+            image = resample(image, drawn.px_per_em / style.px_per_em)
+    elif isinstance(typeset, SynthError) and renderer == "tex":
+        raise typeset
+    else:
+        image, by = render_print(latex, drawn), "layout"
+    if variation is not None:
+        image = variation.degrade(image, rng)
+    return image, by
+
+
+def resample(image: np.ndarray, scale: float) -> np.ndarray:
+    """A gray image scaled by `scale` (bilinear; at least one pixel each way)."""
+    from PIL import Image
+    h, w = image.shape
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(Image.fromarray(image, mode="L").resize(size, Image.BILINEAR), dtype=np.uint8)
 
 
 def run_cli(args) -> int:
@@ -144,7 +196,8 @@ def run_cli(args) -> int:
         print(f"wrote {summary['written']} printed formulas ({summary['bytes'] / 1e6:.2f} MB) to {summary['out']} "
               f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, "
               f"{summary['cpu_seconds']:.1f} s CPU, "
-              f"renderer {args.renderer}{', varied' if args.vary else ''})")
+              f"renderer {args.renderer}{', varied' if args.vary else ''}; drawn by "
+              f"{', '.join(f'{k} {v}' for k, v in summary['drawn_by'].items()) or 'none'})")
     if summary["skipped"]:
         n = len(summary["skipped"])
         print(f"skipped {n} of {len(labels)} formula(s) that cannot be drawn (listed in "

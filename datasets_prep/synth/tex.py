@@ -9,14 +9,22 @@ with amsmath/amssymb, by `latex -no-shell-escape -interaction=nonstopmode -halt-
 `openin_any=p`/`openout_any=p` (TeX's paranoid file access: no absolute paths, no parent folders, no
 dot files) and a timeout, since a corpus line is untrusted input to a programming language. dvipng
 crops to the ink (`-T tight`) at `dpi`; a margin is added around it.
+
+`render_tex_batch` typesets many formulas in one run, a page each (one latex and one dvipng process
+for the lot instead of two per formula: process start-up is most of TeX's cost here). A batch TeX
+refuses is split in halves until the formula it refuses is alone, so every formula gets exactly the
+answer `render_tex` gives it; a formula that could reach past its own page (definitions, category
+codes, `\\global`, page or output commands) is always typeset alone.
 """
 from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image
@@ -68,6 +76,87 @@ def render_tex(latex: str, *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: 
         with open(png, "rb") as f:
             gray = np.asarray(Image.open(io.BytesIO(f.read())).convert("L"))
     return np.pad(gray, margin, constant_values=255)
+
+
+LEAKY = re.compile(r"\\(?:global|[gex]?def|let|futurelet|catcode|makeatletter|makeatother|(?:re)?newcommand|providecommand|"
+                   r"newenvironment|renewenvironment|csname|endcsname|expandafter|afterassignment|aftergroup|everymath|"
+                   r"everydisplay|everypar|output|newpage|clearpage|pagebreak|vfill|shipout|special|input|include|"
+                   r"setcounter|addtocounter|setlength|addtolength|end(?![a-zA-Z])|begin\s*\{\s*document|documentclass|"
+                   r"usepackage|batchmode|nonstopmode|scrollmode|errorstopmode)(?![a-zA-Z])")
+"""Commands whose effect could outlast the formula's own page in a shared document."""
+
+
+def batchable(latex: str) -> bool:
+    """Whether a formula may share a document with others (see LEAKY)."""
+    return LEAKY.search(latex) is None and "%" not in latex.replace("\\%", "")
+
+
+def render_tex_batch(latexes: Sequence[str], *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: float = 120.0,
+                     batch: int = 64) -> list[np.ndarray | SynthError]:
+    """render_tex for many formulas: each item is the image render_tex gives (uint8 gray [H, W]) or
+    the SynthError it raises; `batch` formulas share one document (see the module doc)."""
+    check_tex()
+    out: list[np.ndarray | SynthError | None] = [None] * len(latexes)
+    shared = []
+    for i, latex in enumerate(latexes):
+        body = " ".join(latex.split())
+        if not body:
+            out[i] = SynthError(latex, "empty formula")
+        elif batchable(body):
+            shared.append(i)
+        else:
+            out[i] = _alone(latex, dpi, margin, timeout)
+    for start in range(0, len(shared), batch):
+        _batch_into(out, latexes, shared[start:start + batch], dpi, margin, timeout)
+    return out  # type: ignore[return-value]
+
+
+def _alone(latex: str, dpi: int, margin: int, timeout: float) -> np.ndarray | SynthError:
+    try:
+        return render_tex(latex, dpi=dpi, margin=margin, timeout=timeout)
+    except SynthError as exc:
+        return exc
+
+
+def _batch_into(out: list, latexes: Sequence[str], idx: list[int], dpi: int, margin: int, timeout: float) -> None:
+    """Typeset latexes[idx] in one document into out[idx]; halves on a refusal (one alone: render_tex)."""
+    if len(idx) == 1:
+        out[idx[0]] = _alone(latexes[idx[0]], dpi, margin, timeout)
+        return
+    pages = _typeset_pages([" ".join(latexes[i].split()) for i in idx], dpi, timeout)
+    if pages is not None:
+        for i, gray in zip(idx, pages):
+            out[i] = np.pad(gray, margin, constant_values=255)
+        return
+    half = len(idx) // 2
+    _batch_into(out, latexes, idx[:half], dpi, margin, timeout)
+    _batch_into(out, latexes, idx[half:], dpi, margin, timeout)
+
+
+def _typeset_pages(bodies: list[str], dpi: int, timeout: float) -> list[np.ndarray] | None:
+    """One page per formula, or None when TeX or dvipng refuses the document or the page count is off."""
+    env = {**os.environ, "openin_any": "p", "openout_any": "p"}
+    with tempfile.TemporaryDirectory(prefix="gryphone-tex-") as tmp:
+        with open(os.path.join(tmp, "f.tex"), "w", encoding="utf-8") as f:
+            f.write(PREAMBLE + "\n" + "".join(f"$\\displaystyle {b}$\n\\newpage\n" for b in bodies) + "\\end{document}\n")
+        try:
+            run = subprocess.run(["latex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "f.tex"],
+                                 cwd=tmp, env=env, capture_output=True, timeout=timeout)
+            if run.returncode != 0 or not os.path.isfile(os.path.join(tmp, "f.dvi")):
+                return None
+            run = subprocess.run(["dvipng", "-q", "-T", "tight", "-D", str(int(dpi)), "-bg", "White", "-fg", "Black",
+                                  "-o", "p%d.png", "f.dvi"], cwd=tmp, env=env, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        files = [os.path.join(tmp, f"p{k}.png") for k in range(1, len(bodies) + 1)]
+        if run.returncode != 0 or not all(os.path.isfile(p) for p in files) or \
+                os.path.isfile(os.path.join(tmp, f"p{len(bodies) + 1}.png")):
+            return None
+        pages = []
+        for path in files:
+            with open(path, "rb") as f:
+                pages.append(np.asarray(Image.open(io.BytesIO(f.read())).convert("L")))
+        return pages
 
 
 def _first_error(log: bytes) -> str:
