@@ -70,6 +70,43 @@ def coverage(lines: list[str]) -> dict:
             "reasons": reasons}
 
 
+def tex_side_by_side(lines: list[str], repeats: int) -> None:
+    """Wall seconds of render_tex per formula and of render_tex_batch over the same formulas, in
+    alternating rounds (TeX runs in child processes: wall time is what a user waits), and whether
+    every image (or refusal) is the same."""
+    import numpy as np
+
+    from datasets_prep.synth.errors import SynthError
+    from datasets_prep.synth.tex import render_tex, render_tex_batch
+
+    def alone():
+        out = []
+        for x in lines:
+            try:
+                out.append(render_tex(x))
+            except SynthError as e:
+                out.append(e)
+        return out
+
+    best = {"alone": float("inf"), "batch": float("inf")}
+    for r in range(repeats):
+        for name, fn in (("alone", alone), ("batch", lambda: render_tex_batch(lines)))[::1 if r % 2 == 0 else -1]:
+            t = time.perf_counter()
+            got = fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+            if name == "alone":
+                one = got
+            else:
+                many = got
+    same = sum(isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+               or isinstance(a, SynthError) and isinstance(b, SynthError) and a.reason == b.reason
+               for a, b in zip(one, many))
+    n = len(lines)
+    print(f"TeX, {n} formulas, best of {repeats}: one at a time {best['alone']:.1f} s ({n / best['alone']:.1f} formulas/s), "
+          f"64 a document {best['batch']:.1f} s ({n / best['batch']:.1f} formulas/s), "
+          f"{best['alone'] / best['batch']:.1f}x; same image or refusal for {same} of {n}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path,
@@ -77,6 +114,9 @@ def main() -> int:
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sheet", type=Path, default=None)
+    p.add_argument("--tex", type=int, default=0, metavar="N",
+                   help="also time TeX on the first N formulas: one at a time against 64 a document, "
+                        "alternating, images compared")
     args = p.parse_args()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -97,6 +137,8 @@ def main() -> int:
           f"control-space repair {c['lex_repaired']} ({c['lex_repaired'] / n:.2%}); valid {c['valid']} "
           f"({c['valid'] / n:.2%}); drawn by the print renderer {c['drawn']} ({c['drawn'] / n:.2%})")
     print("undrawable by reason: " + ", ".join(f"{r} {k}" for r, k in c["reasons"].most_common(12)))
+    if args.tex:
+        tex_side_by_side(lines[:args.tex], args.repeats)
     for _ in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             s = write_printed(lines[:args.count], tmp)
