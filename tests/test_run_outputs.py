@@ -72,3 +72,15 @@ def test_licences_by_source(tmp_path):
         (tmp_path / source / "summary.json").write_text(json.dumps({"source": source}))
         assert data_source(tmp_path / source) == (source, licence)
     assert data_source(tmp_path / "nothing")[1] == UNKNOWN
+
+
+def test_quick_evals_on_a_printed_set_carry_bleu_into_the_curves(tmp_path):
+    """eval.markup makes the quick eval score BLEU-4 too, and the curves draw it beside ExpRate and CER."""
+    from train.plots import _final_points, _series
+
+    rows = [{"step": 10, "loss": 2.0}, {"step": 10, "eval": {"greedy": {"em": 0.0, "cer": 0.9, "markup_bleu4": 0.1}}},
+            {"step": 20, "eval": {"greedy": {"em": 0.1, "cer": 0.5, "markup_bleu4": 0.4}}}]
+    _, evals = _series(rows)
+    assert evals["greedy markup_bleu4"] == [(10, 0.1), (20, 0.4)]
+    final = {"step": 30, "results": {"test": {"metrics": {"greedy": {"em": 0.2, "cer": 0.4, "markup_bleu4": 0.5}}}}}
+    assert _final_points(final, evals)["greedy markup_bleu4"] == (30, 0.5)

@@ -36,6 +36,10 @@ def read_metrics(path: Path) -> list[dict]:
     return rows
 
 
+EVAL_METRICS = ("em", "cer", "markup_bleu4")
+"""What the evaluation panel draws (fractions): ExpRate, CER and, on printed sets, BLEU-4."""
+
+
 def _series(rows: list[dict]) -> tuple[dict, dict]:
     """(loss parts, quick-eval ExpRate/CER) of one stage's metrics rows, each name -> [(step, value)]."""
     train = [r for r in rows if "loss" in r]
@@ -47,7 +51,7 @@ def _series(rows: list[dict]) -> tuple[dict, dict]:
     evals: dict[str, list[tuple[float, float]]] = {}
     for r in (r for r in rows if "eval" in r):
         for name, m in r["eval"].items():
-            for metric in ("em", "cer"):
+            for metric in EVAL_METRICS:
                 if metric in m:
                     evals.setdefault(f"{name} {metric}", []).append((r["step"], m[metric]))
     return losses, evals
@@ -61,7 +65,7 @@ def _final_points(final: dict | None, evals: dict) -> dict[str, tuple[float, flo
     metrics = next(iter(final["results"].values()))["metrics"]
     names = {key.rsplit(" ", 1)[0] for key in evals} & set(metrics) or set(list(metrics)[:1])
     return {f"{name} {metric}": (final["step"], metrics[name][metric])
-            for name in sorted(names) for metric in ("em", "cer") if metric in metrics[name]}
+            for name in sorted(names) for metric in EVAL_METRICS if metric in metrics[name]}
 
 
 def plot_curves(metrics_path: Path, out_png: Path, stage1: Path | None = None,
@@ -86,7 +90,7 @@ def _plot_curves_matplotlib(first: dict, losses: dict, evals: dict, finals: dict
 
     panels = ([("stage 1: AR reader (encoder pretraining)", first, True)] if first else []) + [
         ("stage 2: training loss" if first else "training loss", losses, True),
-        ("evaluation: ExpRate and CER", evals, False)]
+        ("evaluation: ExpRate, CER (and BLEU-4 on printed sets)", evals, False)]
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.4), squeeze=False)
     for ax, (title, series, log_y) in zip(axes[0], panels):
         for i, (name, pts) in enumerate(series.items()):

@@ -41,18 +41,21 @@ from .trainer import resolve_render, run_device, train
 
 
 def _quick_eval(cfg: TrainConfig):
-    """A small seeded eval during training (first eval split, eval.limit samples, largest T)."""
+    """A small seeded eval during training (first eval split, eval.limit samples, largest T); with
+    eval.markup, BLEU-4 too (the text metrics: image EM is left to the final evaluation)."""
 
     def run(model, step):
         spec = DecodeSpec(model.default_sampler, T=max(cfg.eval.T))
         was_training = model.training
         model.eval()
-        res = evaluate_splits(model, Path(cfg.data.root), cfg.eval.splits[:1], [spec], limit=cfg.eval.limit)
+        res = evaluate_splits(model, Path(cfg.data.root), cfg.eval.splits[:1], [spec], limit=cfg.eval.limit,
+                              markup="text" if cfg.eval.markup else "")
         model.train(was_training)
         metrics = res[cfg.eval.splits[0]]["metrics"]
         m = next(iter(metrics.values()))
+        bleu = f" BLEU-4 {100 * m['markup_bleu4']:.1f}" if "markup_bleu4" in m else ""
         print(f"  eval@{step} {cfg.eval.splits[0]}[:{cfg.eval.limit}] {spec.name}: ExpRate {100 * m['em']:.1f} "
-              f"CER {100 * m['cer']:.1f}", flush=True)
+              f"CER {100 * m['cer']:.1f}{bleu}", flush=True)
         return metrics
 
     return run
