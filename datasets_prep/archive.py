@@ -36,6 +36,11 @@ def inflate_budget(archive_bytes: int) -> int:
     return max(INFLATE_FLOOR, INFLATE_RATIO * archive_bytes)
 
 
+def _past_budget(budget: int) -> str:
+    return (f"inflates past {budget} bytes ({INFLATE_RATIO}x its size, at least {INFLATE_FLOOR >> 20} MB): "
+            "a decompression bomb, or not a dataset archive")
+
+
 class InflationBudgetError(OSError):
     """The archive inflates past inflate_budget (a decompression bomb, or not a dataset archive)."""
 
@@ -53,8 +58,7 @@ class _BudgetedStream(io.RawIOBase):
         n = self._f.readinto(b) or 0
         self.inflated += n
         if self.inflated > self._budget:
-            raise InflationBudgetError(f"it inflates past {self._budget} bytes ({INFLATE_RATIO}x its size, at least "
-                                       f"{INFLATE_FLOOR >> 20} MB): a decompression bomb, or not a dataset archive")
+            raise InflationBudgetError(f"it {_past_budget(self._budget)}")
         return n
 
     def close(self) -> None:
@@ -246,10 +250,9 @@ def _decompressed(f, path: Path):
     return contextlib.nullcontext(f)
 
 
-def _zip_over_budget(path: Path, name: str) -> InkError:
-    return InkError(str(path), "archive", f"archive refused from member {name!r} on: its members inflate past "
-                    f"{inflate_budget(path.stat().st_size)} bytes ({INFLATE_RATIO}x its size, at least "
-                    f"{INFLATE_FLOOR >> 20} MB): a decompression bomb, or not a dataset archive", "broken-archive")
+def _zip_over_budget(path: Path, name: str, budget: int) -> InkError:
+    return InkError(str(path), "archive", f"archive refused from member {name!r} on: the archive {_past_budget(budget)}",
+                    "broken-archive")
 
 
 def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkError]:
@@ -258,7 +261,7 @@ def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkE
     except (zipfile.BadZipFile, OSError) as e:
         yield InkError(str(path), "archive", f"not a readable zip archive: {e}", "broken-archive")
         return
-    budget = inflate_budget(path.stat().st_size)
+    budget = total = inflate_budget(path.stat().st_size)
     with zf:
         for info in zf.infolist():
             try:
@@ -284,7 +287,7 @@ def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkE
                                "too-large")
                 continue
             if info.file_size > budget:
-                yield _zip_over_budget(path, name)
+                yield _zip_over_budget(path, name, total)
                 return
             try:
                 with zf.open(info) as f:
@@ -294,7 +297,7 @@ def _iter_zip(path: Path, max_bytes: int, wanted=None) -> Iterator[Member | InkE
                 continue
             budget -= len(data)
             if budget < 0:  # the header promised less than the member gives
-                yield _zip_over_budget(path, name)
+                yield _zip_over_budget(path, name, total)
                 return
             if len(data) > max_bytes:  # the header lied about the size
                 yield InkError(where, "read", f"member inflates past the limit of {max_bytes} bytes", "too-large")

@@ -85,6 +85,18 @@ def beam(step: Step, width: int, max_len: int, device: torch.device | str, *, st
     return finished
 
 
+def beam_per_image(images: int, step_for: Callable[[int], Step], width: int, max_len: int,
+                   device: torch.device | str, length_penalty: float = 1.0) -> torch.Tensor:
+    """The best `beam` hypothesis of each image (step_for(i): image i's step over `width` rows), padded."""
+    return pad_rows([best(beam(step_for(i), width, max_len, device, length_penalty=length_penalty))
+                     for i in range(images)], device)
+
+
+def kv_rows(mem_kv, i: int, rows: int):
+    """Image i's cross-attention keys/values ([(k, v)] per layer, [B, ...]) shared by `rows` rows (views)."""
+    return [(k[i: i + 1].expand(rows, -1, -1, -1), v[i: i + 1].expand(rows, -1, -1, -1)) for k, v in mem_kv]
+
+
 def best(hyps: list[Hyp]) -> torch.Tensor:
     return max(hyps, key=lambda h: h[0])[1]
 

@@ -386,38 +386,23 @@ def stored_eval_splits(d: dict) -> tuple[str, ...]:
     return tuple(d.get("eval", {}).get("splits", d.get("eval_splits", ("valid",))))
 
 
+def _built(cls, values: dict):
+    """A config group from its stored dict (JSON lists back to the tuples the fields hold)."""
+    tuples = {f.name for f in dataclasses.fields(cls) if isinstance(getattr(cls(), f.name), tuple)}
+    return cls(**{k: tuple(v) if k in tuples else v for k, v in values.items()})
+
+
 def from_dict(d: dict) -> TrainConfig:
     d = dict(d)
+    groups = {name: dict(d[name]) if isinstance(d.get(name), dict) else {} for name in ("eval", "optim", "data")}
+    for flat, dotted in FLAT_KEYS.items():  # a config written before its keys were grouped
+        if flat in d and not isinstance(d[flat], dict):  # ("data" was the shard root; now it is the group)
+            group, key = dotted.split(".")
+            groups[group][key] = d.pop(flat)
+    d.update({name: _built(cls, groups[name]) for name, cls in
+              (("eval", EvalConfig), ("optim", OptimConfig), ("data", DataConfig))})
     d["model"] = config_from_dict(d["model"])
-    d["pretrain"] = PretrainConfig(**d.get("pretrain", {}))
-    aug = dict(d.get("augment", {}))
-    if "scale" in aug:
-        aug["scale"] = tuple(aug["scale"])
-    d["augment"] = AugmentConfig(**aug)
-    d["synth"] = SynthConfig(**d.get("synth", {}))
-    d["log"] = LogConfig(**d.get("log", {}))
-    ev = dict(d.get("eval", {}))
-    for flat in FLAT_EVAL_KEYS:  # a config written before the evaluation keys were grouped
-        if flat in d:
-            ev[flat.removeprefix("eval_")] = d.pop(flat)
-    dat = dict(d["data"]) if isinstance(d.get("data"), dict) else {}
-    for flat, dotted in FLAT_DATA_KEYS.items():  # likewise the data keys ("data" was the shard root)
-        if flat in d and not (flat == "data" and isinstance(d[flat], dict)):
-            dat[dotted.removeprefix("data.")] = d.pop(flat)
-    for k in ("extra", "canvas"):
-        if k in dat:
-            dat[k] = tuple(dat[k])
-    d["data"] = DataConfig(**dat)
-    opt = dict(d.get("optim", {}))
-    for flat, dotted in FLAT_OPTIM_KEYS.items():  # likewise the optimisation keys
-        if flat in d:
-            opt[dotted.removeprefix("optim.")] = d.pop(flat)
-    for k in ("betas", "milestones"):
-        if k in opt:
-            opt[k] = tuple(opt[k])
-    d["optim"] = OptimConfig(**opt)
-    for k in ("splits", "T", "samplers", "beams"):
-        if k in ev:
-            ev[k] = tuple(ev[k])
-    d["eval"] = EvalConfig(**ev)
+    for name, cls in (("pretrain", PretrainConfig), ("augment", AugmentConfig), ("synth", SynthConfig),
+                      ("log", LogConfig)):
+        d[name] = _built(cls, d.get(name, {}))
     return TrainConfig(**d)

@@ -24,6 +24,7 @@ import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
@@ -472,14 +473,9 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval: Callable | None = N
 
 
 def _note_schedule_change(cfg: TrainConfig, state: dict, path: Path) -> None:
-    saved = to_dict(from_dict(state["train_config"]))  # either spelling of the keys (config.FLAT_KEYS)
-    now = to_dict(cfg)
-
-    def at(d: dict, key: str):
-        for part in key.split("."):
-            d = d.get(part) if isinstance(d, dict) else None
-        return d
-    changed = {k: (at(saved, k), at(now, k)) for k in SCHEDULE_KEYS if at(saved, k) != at(now, k)}
+    saved = from_dict(state["train_config"])  # either spelling of the keys (config.FLAT_KEYS)
+    changed = {k: (attrgetter(k)(saved), attrgetter(k)(cfg)) for k in SCHEDULE_KEYS
+               if attrgetter(k)(saved) != attrgetter(k)(cfg)}
     if changed:
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
         log(f"[train] note: resuming {path} at step {state['step']} with a changed schedule ({what}); "

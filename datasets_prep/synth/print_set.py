@@ -122,8 +122,7 @@ def _tex_wanted(renderer: str) -> bool:
 
 def _tex_images(latexes: list[str], dpi: int | None, style: PrintStyle) -> list:
     from .tex import DEFAULT_DPI, render_tex_batch
-    todo = [x if x else " " for x in latexes]  # an empty label is refused below, before TeX's answer is read
-    return render_tex_batch(todo, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))
+    return render_tex_batch(latexes, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))
 
 
 def _one_image(latex: str, raw: str, index: int, typeset, renderer: str, style: PrintStyle,

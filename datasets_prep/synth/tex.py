@@ -57,25 +57,46 @@ def render_tex(latex: str, *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: 
     body = " ".join(latex.split())
     if not body:
         raise SynthError(latex, "empty formula")
+    try:
+        gray, = _typeset([body], dpi, timeout)
+    except _Refused as exc:
+        raise SynthError(latex, exc.reason) from None
+    return np.pad(gray, margin, constant_values=255)
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _typeset(bodies: list[str], dpi: int, timeout: float) -> list[np.ndarray]:
+    """Each body on a page of its own in one document, typeset and cropped to its ink; _Refused (with
+    TeX's first error line) when latex or dvipng refuses the document or the pages do not match."""
     env = {**os.environ, "openin_any": "p", "openout_any": "p"}
     with tempfile.TemporaryDirectory(prefix="gryphone-tex-") as tmp:
         with open(os.path.join(tmp, "f.tex"), "w", encoding="utf-8") as f:
-            f.write(f"{PREAMBLE}\n$\\displaystyle {body}$\n\\end{{document}}\n")
+            f.write(PREAMBLE + "\n" + "".join(f"$\\displaystyle {b}$\n\\newpage\n" for b in bodies) + "\\end{document}\n")
         try:
             run = subprocess.run(["latex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "f.tex"],
                                  cwd=tmp, env=env, capture_output=True, timeout=timeout)
             if run.returncode != 0 or not os.path.isfile(os.path.join(tmp, "f.dvi")):
-                raise SynthError(latex, f"latex failed: {_first_error(run.stdout)}")
+                raise _Refused(f"latex failed: {_first_error(run.stdout)}")
             run = subprocess.run(["dvipng", "-q", "-T", "tight", "-D", str(int(dpi)), "-bg", "White", "-fg", "Black",
-                                  "-o", "f.png", "f.dvi"], cwd=tmp, env=env, capture_output=True, timeout=timeout)
+                                  "-o", "p%d.png", "f.dvi"], cwd=tmp, env=env, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SynthError(latex, f"TeX took longer than {timeout:g} s") from None
-        png = os.path.join(tmp, "f.png")
-        if run.returncode != 0 or not os.path.isfile(png):
-            raise SynthError(latex, f"dvipng failed: {run.stderr.decode(errors='replace').strip()[:200]}")
-        with open(png, "rb") as f:
-            gray = np.asarray(Image.open(io.BytesIO(f.read())).convert("L"))
-    return np.pad(gray, margin, constant_values=255)
+            raise _Refused(f"TeX took longer than {timeout:g} s") from None
+        files = [os.path.join(tmp, f"p{k}.png") for k in range(1, len(bodies) + 2)]
+        if run.returncode != 0:
+            raise _Refused(f"dvipng failed: {run.stderr.decode(errors='replace').strip()[:200]}")
+        made = sum(map(os.path.isfile, files))
+        if made != len(bodies) or os.path.isfile(files[-1]):
+            raise _Refused(f"dvipng made {made} pages for {len(bodies)} formula(s)")
+        pages = []
+        for path in files[:-1]:
+            with open(path, "rb") as f:
+                pages.append(np.asarray(Image.open(io.BytesIO(f.read())).convert("L")))
+        return pages
 
 
 LEAKY = re.compile(r"\\(?:global|[gex]?def|let|futurelet|catcode|makeatletter|makeatother|(?:re)?newcommand|providecommand|"
@@ -123,40 +144,15 @@ def _batch_into(out: list, latexes: Sequence[str], idx: list[int], dpi: int, mar
     if len(idx) == 1:
         out[idx[0]] = _alone(latexes[idx[0]], dpi, margin, timeout)
         return
-    pages = _typeset_pages([" ".join(latexes[i].split()) for i in idx], dpi, timeout)
-    if pages is not None:
-        for i, gray in zip(idx, pages):
-            out[i] = np.pad(gray, margin, constant_values=255)
+    try:
+        pages = _typeset([" ".join(latexes[i].split()) for i in idx], dpi, timeout)
+    except _Refused:
+        half = len(idx) // 2
+        _batch_into(out, latexes, idx[:half], dpi, margin, timeout)
+        _batch_into(out, latexes, idx[half:], dpi, margin, timeout)
         return
-    half = len(idx) // 2
-    _batch_into(out, latexes, idx[:half], dpi, margin, timeout)
-    _batch_into(out, latexes, idx[half:], dpi, margin, timeout)
-
-
-def _typeset_pages(bodies: list[str], dpi: int, timeout: float) -> list[np.ndarray] | None:
-    """One page per formula, or None when TeX or dvipng refuses the document or the page count is off."""
-    env = {**os.environ, "openin_any": "p", "openout_any": "p"}
-    with tempfile.TemporaryDirectory(prefix="gryphone-tex-") as tmp:
-        with open(os.path.join(tmp, "f.tex"), "w", encoding="utf-8") as f:
-            f.write(PREAMBLE + "\n" + "".join(f"$\\displaystyle {b}$\n\\newpage\n" for b in bodies) + "\\end{document}\n")
-        try:
-            run = subprocess.run(["latex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "f.tex"],
-                                 cwd=tmp, env=env, capture_output=True, timeout=timeout)
-            if run.returncode != 0 or not os.path.isfile(os.path.join(tmp, "f.dvi")):
-                return None
-            run = subprocess.run(["dvipng", "-q", "-T", "tight", "-D", str(int(dpi)), "-bg", "White", "-fg", "Black",
-                                  "-o", "p%d.png", "f.dvi"], cwd=tmp, env=env, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        files = [os.path.join(tmp, f"p{k}.png") for k in range(1, len(bodies) + 1)]
-        if run.returncode != 0 or not all(os.path.isfile(p) for p in files) or \
-                os.path.isfile(os.path.join(tmp, f"p{len(bodies) + 1}.png")):
-            return None
-        pages = []
-        for path in files:
-            with open(path, "rb") as f:
-                pages.append(np.asarray(Image.open(io.BytesIO(f.read())).convert("L")))
-        return pages
+    for i, gray in zip(idx, pages):
+        out[i] = np.pad(gray, margin, constant_values=255)
 
 
 def _first_error(log: bytes) -> str:

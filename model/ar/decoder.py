@@ -14,8 +14,7 @@ import torch.nn.functional as F
 from tokenizer.vocab import TokenVocab
 
 from ..layers import DecoderBlock, position_table
-from ..search import Step, best, pad_rows, with_reorder
-from ..search import beam as search_beam
+from ..search import Step, beam_per_image, kv_rows, with_reorder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -102,9 +101,5 @@ def token_probs(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def beam_search(decoder: ARDecoder, mem_kv, beam: int = 5, length_penalty: float = 1.0) -> torch.Tensor:
     """model.search.beam, one image at a time: the best hypothesis per image, padded."""
-    rows = []
-    for i in range(mem_kv[0][0].shape[0]):
-        kv = [(k[i: i + 1].expand(beam, -1, -1, -1), v[i: i + 1].expand(beam, -1, -1, -1)) for k, v in mem_kv]
-        rows.append(best(search_beam(cached_step(decoder, kv), beam, decoder.max_len, kv[0][0].device,
-                                     length_penalty=length_penalty)))
-    return pad_rows(rows, mem_kv[0][0].device)
+    return beam_per_image(mem_kv[0][0].shape[0], lambda i: cached_step(decoder, kv_rows(mem_kv, i, beam)), beam,
+                          decoder.max_len, mem_kv[0][0].device, length_penalty)

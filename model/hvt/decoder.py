@@ -22,8 +22,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Step, best, pad_rows, with_reorder
-from ..search import beam as search_beam
+from ..search import Step, beam_per_image, with_reorder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -168,10 +167,8 @@ def beam_search(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_
                 length_penalty: float = 1.0) -> torch.Tensor:
     """model.search.beam, one image at a time: the best hypothesis per image, padded."""
     dev = memory.values.device
-    rows = []
-    for i in range(memory.values.shape[0]):
+
+    def step_for(i: int) -> Step:
         one = Memory(memory.values[i: i + 1], memory.keys[i: i + 1]).expand(beam)
-        start = state.select(torch.full((beam,), i, dtype=torch.long, device=dev))
-        rows.append(best(search_beam(lstm_step(decoder, one, start), beam, max_len, dev,
-                                     length_penalty=length_penalty)))
-    return pad_rows(rows, dev)
+        return lstm_step(decoder, one, state.select(torch.full((beam,), i, dtype=torch.long, device=dev)))
+    return beam_per_image(memory.values.shape[0], step_for, beam, max_len, dev, length_penalty)

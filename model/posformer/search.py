@@ -12,9 +12,8 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Hyp, Step, pad_rows, with_reorder
+from ..search import Hyp, Step, beam_per_image, kv_rows, pad_rows, with_reorder
 from ..search import beam as search_beam
-from ..search import best as best_hyp
 from .decoder import StepState, TokenDecoder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
@@ -40,19 +39,12 @@ def beam_one(dec: TokenDecoder, kv, keep: torch.Tensor, max_len: int, beam: int,
                        length_penalty=length_penalty)
 
 
-def _expand(mem_kv, i: int, rows: int):
-    return [(k[i: i + 1].expand(rows, -1, -1, -1), v[i: i + 1].expand(rows, -1, -1, -1)) for k, v in mem_kv]
-
-
 @torch.no_grad()
 def beam_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, beam: int,
                 length_penalty: float = 1.0) -> torch.Tensor:
     """Left-to-right beam search, one image at a time: the best hypothesis per image, padded."""
-    best = []
-    for i in range(mem_kv[0][0].shape[0]):
-        hyps = beam_one(dec, _expand(mem_kv, i, beam), keep, max_len, beam, length_penalty)
-        best.append(best_hyp(hyps))
-    return pad_rows(best, mem_kv[0][0].device)
+    return beam_per_image(mem_kv[0][0].shape[0], lambda i: coverage_step(dec, kv_rows(mem_kv, i, beam), keep), beam,
+                          max_len, mem_kv[0][0].device, length_penalty)
 
 
 def reverse_ids(ids: torch.Tensor) -> torch.Tensor:
@@ -97,12 +89,12 @@ def bidirectional_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len:
     by both directions (teacher-forced) and the best mean length-normalized log p wins."""
     best = []
     for i in range(mem_kv[0][0].shape[0]):
-        kv = _expand(mem_kv, i, beam)
+        kv = kv_rows(mem_kv, i, beam)
         l2r = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, BOS, EOS)]
         r2l = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, EOS, BOS)]
         cands = pad_rows(l2r + [_flip(h) for h in r2l], kv[0][0].device)
         cands = _end_with_eos(cands)
-        one = _expand(mem_kv, i, cands.shape[0])
+        one = kv_rows(mem_kv, i, cands.shape[0])
         both = sequence_logp(dec, one, cands, keep) + sequence_logp(dec, one, reverse_ids(cands), keep)
         steps = (cands != PAD).sum(1) - 1
         best.append(cands[int((both / (2 * steps.float() ** length_penalty)).argmax())])
