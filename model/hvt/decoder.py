@@ -98,18 +98,29 @@ class CoverageLSTMDecoder(nn.Module):
     def step(self, tokens: torch.Tensor, state: State, memory: Memory) -> tuple[torch.Tensor, State, torch.Tensor]:
         """Previous tokens [B] -> (logits [B, V], new state, this step's attention [B, N])."""
         e = self.drop(self.embed(tokens))
+        state, alpha = self.advance(e, state, memory)
+        return self.readout(state.h, state.context, e), state, alpha
+
+    def advance(self, e: torch.Tensor, state: State, memory: Memory) -> tuple[State, torch.Tensor]:
+        """The recurrent part of a step: embedded tokens [B, E] -> (new state, attention [B, N])."""
         h, c = self.cell(torch.cat([e, state.context], -1), (state.h, state.c))
         context, alpha = self.attn(h, memory, state.coverage)
-        out = torch.tanh(self.out_h(h) + self.out_c(context) + self.out_e(e))
-        return self.head(self.drop(out)), State(h, c, context, state.coverage + alpha), alpha
+        return State(h, c, context, state.coverage + alpha), alpha
+
+    def readout(self, h: torch.Tensor, context: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        """Logits from the LSTM output, the context and the input embedding (any leading shape): no
+        state flows through it, so teacher forcing runs it once over every step."""
+        return self.head(self.drop(torch.tanh(self.out_h(h) + self.out_c(context) + self.out_e(e))))
 
     def teacher_forced(self, ids: torch.Tensor, state: State, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
-        """(logits [B, L-1, V] predicting ids[:, 1:], attention maps [B, L-1, N]) from ids [B, L]."""
-        logits, alphas = [], []
+        """(logits [B, L-1, V] predicting ids[:, 1:], attention maps [B, L-1, N]) from ids [B, L]: the
+        recurrence step by step, then the readout over all steps at once."""
+        e = self.drop(self.embed(ids[:, :-1]))
+        hs, contexts, alphas = [], [], []
         for t in range(ids.shape[1] - 1):
-            step_logits, state, alpha = self.step(ids[:, t], state, memory)
-            logits.append(step_logits), alphas.append(alpha)
-        return torch.stack(logits, 1), torch.stack(alphas, 1)
+            state, alpha = self.advance(e[:, t], state, memory)
+            hs.append(state.h), contexts.append(state.context), alphas.append(alpha)
+        return self.readout(torch.stack(hs, 1), torch.stack(contexts, 1), e), torch.stack(alphas, 1)
 
     def flops(self, steps: int, memory: int, mem_dim: int, num_tokens: int) -> float:
         """Forward FLOPs (2 per multiply-add) of `steps` decoding steps over `memory` positions,
