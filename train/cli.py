@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "holdout": ("datasets_prep.holdout", "a validation split cut from a training split by writer"),
     "synth": ("datasets_prep.synth.__main__", "synthetic ink or printed formulas from LaTeX (python -m datasets_prep.synth)"),
     "bank": ("datasets_prep.synth.bank", "a glyph bank of real handwritten symbols (python -m datasets_prep.synth.bank)"),
+    "compare": ("train.compare", "several runs' quick evals against training minutes: a table and a picture"),
     "ship": ("train.ship", "place a trained checkpoint among the shipped weights (python -m train.ship)"),
 }
 
