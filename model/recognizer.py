@@ -79,6 +79,26 @@ class Recognizer(nn.Module):
                 ) -> dict[str, torch.Tensor]:
         return self.loss(images, batch, generator)
 
+    trims_padding = False
+    """True where the loss reads each label position from earlier positions only and ignores PAD
+    targets (the token recognizers): the label columns past a batch's longest label can then be cut
+    (`trim_padding`) and the loss stays the same. GryphOne's decoder reads every position and learns
+    where the formula ends, so its window stays whole."""
+
+    def trim_padding(self, batch: dict) -> dict:
+        """`batch` with its per-position columns ([B, max_len] tensors) cut after the longest label's EOS,
+        where `trims_padding`; the batch itself otherwise. Why: a batch of printed formulas averages 26
+        tokens and its longest about 80, so a fixed 160-token window spends most of a token decoder's
+        training step on PAD. The trainer skips it when compiling (one fixed shape, one graph)."""
+        tokens = batch.get("tokens")
+        if not self.trims_padding or not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+            return batch
+        full, width = tokens.shape[1], max(2, int((tokens != 0).sum(1).max()))
+        if width >= full:
+            return batch
+        return {k: v[:, :width] if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[1] == full else v
+                for k, v in batch.items()}
+
     static_parts: tuple[str, ...] = ("encoder",)
     """Submodules called with the same shapes at every decoding step once `static_decoding` is on
     (train/compiled.py compiles them)."""

@@ -90,6 +90,7 @@ class DataConfig:
     extended_modifiers: bool = False     # SAT extended modifier set
     vocab_min_count: int = 1
     drop_invalid: bool = True            # skip training samples whose label failed validation
+    length_buckets: int = 0              # batches of like label length: sort each run of this many batches by length (0: off)
 
 
 @dataclass

@@ -136,22 +136,43 @@ def collate(items: list[dict]) -> dict:
     return out
 
 
-def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0, world: int = 1) -> list[list[int]]:
+def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0, world: int = 1,
+                  lengths: np.ndarray | None = None, pool: int = 0) -> list[list[int]]:
     """The batches of one epoch: a permutation seeded by (seed, epoch), cut into global batches
     (last partial batch dropped), each split across ranks. Deterministic, so resuming at batch k of
-    epoch e replays exactly what an uninterrupted run would have seen."""
+    epoch e replays exactly what an uninterrupted run would have seen.
+
+    With `lengths` (each sample's label length) and `pool` > 1, each run of `pool` batches of the
+    permutation is sorted by length before it is cut, and the batches are then shuffled: a batch holds
+    labels of like length (what `Recognizer.trim_padding` turns into less work) while every sample is
+    still seen once an epoch and the order of lengths stays random."""
     g = np.random.default_rng([seed, epoch])
     perm = g.permutation(n)
+    if lengths is not None and pool > 1:
+        span = pool * batch_size
+        perm = np.concatenate([c[np.argsort(np.asarray(lengths)[c], kind="stable")]
+                               for c in (perm[i: i + span] for i in range(0, n, span))]) if n else perm
     per_rank = batch_size // world
     batches = []
     for start in range(0, n - batch_size + 1, batch_size):
         chunk = perm[start: start + batch_size]
         batches.append(chunk[rank * per_rank: (rank + 1) * per_rank].tolist())
+    if lengths is not None and pool > 1:
+        batches = [batches[i] for i in g.permutation(len(batches))]
     if not batches and n:  # tiny sets: one batch of everything (repeats allowed)
         idx = np.resize(perm, batch_size)
         batches.append(idx[rank * per_rank: (rank + 1) * per_rank].tolist())
     return batches
 
 
+def label_lengths(dataset: torch.utils.data.Dataset) -> np.ndarray:
+    """Each sample's label length (non-PAD entries of its first target column), for a ShardDataset
+    or a ConcatDataset of them."""
+    if isinstance(dataset, torch.utils.data.ConcatDataset):
+        return np.concatenate([label_lengths(d) for d in dataset.datasets])
+    first = next(iter(dataset.data.targets.values()))
+    return (first != 0).sum(1)
+
+
 __all__ = ["ShardDataset", "ShardError", "SplitData", "collate", "epoch_batches", "image_to_tensor",
-           "load_split_data", "read_labels", "sample_ids"]
+           "label_lengths", "load_split_data", "read_labels", "sample_ids"]

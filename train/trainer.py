@@ -42,7 +42,7 @@ from tokenizer.label_spec import LabelSpec
 from .augment import augment_batch
 from .compiled import compile_for_training
 from .config import TrainConfig, from_dict, to_dict
-from .data import ShardDataset, SplitData, collate, epoch_batches, load_split_data, read_labels
+from .data import ShardDataset, SplitData, collate, epoch_batches, label_lengths, load_split_data, read_labels
 from .rng import restore_rng, rng_state
 from .tb_log import ScalarLog
 
@@ -332,7 +332,10 @@ class Trainer:
 
     def _loader(self, generator: torch.Generator):
         cfg, env = self.cfg, self.env
-        batches = epoch_batches(len(self.dataset), cfg.batch_size, cfg.seed, self.pos.epoch, env.rank, env.world)
+        pool = cfg.data.length_buckets
+        lengths = label_lengths(self.dataset) if pool > 1 else None
+        batches = epoch_batches(len(self.dataset), cfg.batch_size, cfg.seed, self.pos.epoch, env.rank, env.world,
+                                lengths, pool)
         return torch.utils.data.DataLoader(self.dataset, batch_sampler=batches[self.pos.batch_in_epoch:],
                                            collate_fn=collate, num_workers=cfg.data.workers, generator=generator,
                                            persistent_workers=False, pin_memory=env.device.type == "cuda")
@@ -347,6 +350,8 @@ class Trainer:
             group["lr"] = lr
         images = batch["image"].to(env.device, non_blocking=True)
         tensors = {k: v.to(env.device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
+        if not env.compile:  # eager: no PAD columns past the longest label (a compiled step keeps one shape)
+            tensors = self.model.trim_padding(tensors)
         tensors.update(self.model.step_inputs(step))
         gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_003 + step * 131 + env.rank)
         tensors.update(self.model.draws(tensors, gen))  # outside the (compiled) step: it sees tensors only

@@ -32,6 +32,7 @@ class ARRecognizer(Recognizer):
     kind = "ar"
     config_class = ARConfig
     label_kind = "token"
+    trims_padding = True
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
     title = "the AR baseline"

@@ -137,6 +137,7 @@ class HVT(Recognizer):
     kind = "hvt"
     config_class = HVTConfig
     label_kind = "token"
+    trims_padding = True
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
     title = "HVT"

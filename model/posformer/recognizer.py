@@ -98,6 +98,9 @@ class PosFormer(Recognizer):
     kind = "posformer"
     config_class = PosFormerConfig
     label_kind = "token"
+    trims_padding = False
+    """Its attention refinement's BatchNorm (arm.py) takes training statistics over every position of
+    the window, PAD included, so a shorter window would change the loss: the window stays whole."""
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
     title = "PosFormer"
