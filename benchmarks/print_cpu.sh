@@ -5,7 +5,9 @@
 # which drew each image), train with per-image variation, valid/test clean, test also varied and
 # drawn by the engine alone (test_engine), convert at 64x512, then train the recognizers named on the
 # command line side by side, one thread each. RENDERER=layout draws everything with the engine.
-#   bash benchmarks/print_cpu.sh LATEX_DIR [WORK_DIR] [KIND ...]      (KIND: ar hvt diffusion posformer)
+#   bash benchmarks/print_cpu.sh LATEX_DIR [WORK_DIR] [KIND ...]
+# KIND: ar hvt diffusion posformer, or HVT's ablations hvt-pos1d (1D positions) and hvt-nocls (the LSTM
+# starts from the mean patch output, not [CLS]); OVERRIDES="key=value ..." is passed to every run.
 # LATEX_DIR holds im2latex100k_val_norm.txt, crohme2014_train_captions.txt, hme100k_test.tsv.
 # WORK_DIR (default .) gets printed-corpus/, printed/, shards/printed-64x512 and runs/print-cpu-KIND.
 # SMOKE=1 draws 300 formulas and trains each KIND for a few seconds (checks the script).
@@ -36,10 +38,13 @@ for kind in "${kinds[@]}"; do
   case $kind in
     diffusion) extra=() ;;
     posformer) extra=(model.kind=posformer model.encoder=vit model.max_len=160) ;;
+    hvt-pos1d) extra=(model.kind=hvt model.pos_2d=false model.max_len=160 max_minutes=110) ;;   # HVT's ablations
+    hvt-nocls) extra=(model.kind=hvt model.cls_init=false model.max_len=160 max_minutes=110) ;;
     *) extra=("model.kind=$kind" model.max_len=160 max_minutes=110) ;;
   esac
+  # shellcheck disable=SC2086  # OVERRIDES is a list of key=value words
   python -m train.run --config print-cpu --fresh --data "$data" --out "$work/runs/print-cpu-$kind" threads=1 \
-      "${extra[@]}" "${budget[@]}" > "$work/runs/print-cpu-$kind.log" 2>&1 &
+      "${extra[@]}" "${budget[@]}" ${OVERRIDES:-} > "$work/runs/print-cpu-$kind.log" 2>&1 &
 done
 wait
 for kind in "${kinds[@]}"; do tail -n 30 "$work/runs/print-cpu-$kind.log"; done

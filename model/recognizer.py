@@ -82,8 +82,8 @@ class Recognizer(nn.Module):
     trims_padding = False
     """True where the loss reads each label position from earlier positions only and ignores PAD
     targets (the token recognizers): the label columns past a batch's longest label can then be cut
-    (`trim_padding`) and the loss stays the same. GryphOne's decoder reads every position and learns
-    where the formula ends, so its window stays whole."""
+    (`trim_padding`) and the loss stays the same (PosFormer's training-mode BatchNorm aside: see there).
+    GryphOne's decoder reads every position and learns where the formula ends, so its window stays whole."""
 
     def trim_padding(self, batch: dict) -> dict:
         """`batch` with its per-position columns ([B, max_len] tensors) cut after the longest label's EOS,

@@ -33,6 +33,8 @@ KINDS = {
     "ar": {},
     "hvt": dict(res_channels=(8, 8, 8, 8), enc_dim=32, dec_dim=32, emb_dim=16, attn_dim=16, cov_kernel=3,
                 cov_channels=4),
+    "posformer-no-arm": dict(growth_rate=4, dense_layers=2, dense_dropout=0.0, dec_ff=64, bidirectional=True,
+                             attn_correction="none"),
 }
 POSFORMER = dict(growth_rate=4, dense_layers=2, dense_dropout=0.0, dec_ff=64, arm_channels=8, bidirectional=True)
 
@@ -42,7 +44,8 @@ def test_the_loss_is_the_same_on_the_trimmed_batch(kind):
     from tokenizer.label_spec import LabelSpec
     torch.manual_seed(0)
     labels = LabelSpec.build("token", LABELS)
-    model = tiny_model(kind, canvas=(32, 64), labels=labels, max_len=24, dropout=0.0, **KINDS[kind]).train()
+    model = tiny_model(kind.split("-")[0], canvas=(32, 64), labels=labels, max_len=24, dropout=0.0,
+                       **KINDS[kind]).train()
     batch = batch_for(model, LABELS)
     trimmed = model.trim_padding(batch)
     longest = max(len(s.split()) for s in LABELS) + 2      # BOS ... EOS
@@ -62,13 +65,22 @@ def test_gryphone_keeps_its_whole_window():
     assert model.trim_padding(batch) is batch
 
 
-def test_posformer_keeps_its_whole_window():
-    """Its attention refinement's BatchNorm takes statistics over PAD positions too: a shorter window
-    would change the loss (it does, measurably), so PosFormer does not trim."""
+def test_posformer_trims_like_its_reference():
+    """PosFormer's batches are padded to their longest label in its reference code, and its attention
+    refinement's BatchNorm takes training statistics over those positions: in eval mode the trimmed
+    loss is the whole window's; in training mode the statistics differ (they no longer count the PAD
+    positions up to 160)."""
     from tokenizer.label_spec import LabelSpec
-    model = tiny_model("posformer", labels=LabelSpec.build("token", LABELS), max_len=24, **POSFORMER)
+    torch.manual_seed(0)
+    model = tiny_model("posformer", labels=LabelSpec.build("token", LABELS), max_len=24, **POSFORMER).eval()
     batch = batch_for(model, LABELS)
-    assert model.trim_padding(batch) is batch
+    trimmed = model.trim_padding(batch)
+    assert trimmed["tokens"].shape[1] < batch["tokens"].shape[1]
+    assert all(v.shape[1] == trimmed["tokens"].shape[1] for v in trimmed.values() if v.dim() == 2)
+    images = torch.rand(len(LABELS), 1, 32, 64)
+    full, cut = model.loss(images, batch, None), model.loss(images, trimmed, None)
+    for name in full:
+        torch.testing.assert_close(cut[name], full[name], rtol=1e-5, atol=1e-6)
 
 
 def test_a_full_batch_is_returned_as_it_is():

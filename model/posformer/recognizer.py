@@ -98,9 +98,11 @@ class PosFormer(Recognizer):
     kind = "posformer"
     config_class = PosFormerConfig
     label_kind = "token"
-    trims_padding = False
-    """Its attention refinement's BatchNorm (arm.py) takes training statistics over every position of
-    the window, PAD included, so a shorter window would change the loss: the window stays whole."""
+    trims_padding = True
+    """As the reference trains: its batches are padded to their longest label (PosFormer's and CoMER's
+    `to_tgt_output`), and the attention refinement's BatchNorm (arm.py) takes its training statistics
+    over those positions, PAD included; a fixed 160-token window would fill them with PAD. In eval
+    mode the trimmed loss is the whole window's (tested)."""
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
     title = "PosFormer"
