@@ -79,6 +79,7 @@ def test_data_keys_are_one_group_and_their_old_flat_spelling_still_reads():
     assert new == old and new.data.root == "x" and new.data.extra == ("a", "b") and new.data.canvas == (64, 128)
     flat = to_dict(new)
     dat = flat.pop("data")
+    assert dat.pop("length_buckets") == 0   # added after the grouping: no flat spelling, a config without it reads 0
     flat.update({"data": dat.pop("root"), "extra_train": dat.pop("extra"), "num_workers": dat.pop("workers"), **dat})
     assert from_dict(flat) == new
 
