@@ -12,7 +12,7 @@ from train.compare import main, read_curve, table
 def write_run(folder, rows, *, pretrain=None, final=None, splits=("valid",)):
     folder.mkdir(parents=True)
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 9, "cut')
-    (folder / "config.json").write_text(json.dumps({"eval": {"splits": list(splits)}}))
+    (folder / "config.json").write_text(json.dumps({"eval": {"splits": list(splits), "limit": 150}}))
     if pretrain is not None:
         (folder / "pretrain").mkdir()
         (folder / "pretrain" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in pretrain))
@@ -47,7 +47,7 @@ def test_table_picture_and_named_lines(tmp_path, capsys):
     pytest.importorskip("matplotlib", reason="the picture needs the plots extra")
     assert main([f"AR={a}", str(b), "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "| AR | valid | 2: 50.0 | — |" in text and "| b | valid | 1: 25.0 | — |" in text
+    assert "| AR | valid[:150] | 2: 50.0 | — |" in text and "| b | valid[:150] | 1: 25.0 | — |" in text
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert table([], "em").count("\n") == 1
 

@@ -25,6 +25,7 @@ class Curve:
 
     name: str
     split: str
+    quick: str = ""                     # what the quick evals read, e.g. valid[:150]
     decoder: str = ""
     points: list[tuple[float, int, float]] = field(default_factory=list)
     final: tuple[float, int, float] | None = None
@@ -61,8 +62,10 @@ def read_curve(run: Path, metric: str, name: str | None = None) -> Curve:
     if not (run / "metrics.jsonl").is_file():
         raise RunError(f"{run}: no metrics.jsonl (not a training run folder)")
     config = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else {}
-    splits = (config.get("eval") or {}).get("splits") or config.get("eval_splits") or ["valid"]
-    curve = Curve(name or run.name, splits[0])
+    evals = config.get("eval") or {}
+    splits = evals.get("splits") or config.get("eval_splits") or ["valid"]
+    limit = evals.get("limit") or config.get("eval_limit")
+    curve = Curve(name or run.name, splits[0], quick=f"{splits[0]}[:{limit}]" if limit else splits[0])
     offset = 0.0
     first = run / "pretrain" / "metrics.jsonl"
     if first.is_file():
@@ -90,11 +93,12 @@ def read_curve(run: Path, metric: str, name: str | None = None) -> Curve:
 
 def table(curves: list[Curve], metric: str) -> str:
     """Markdown: one row per run, the metric (percent) at each quick eval as `minutes: value`."""
-    lines = [f"| run | split | {metric} (%) at training minutes | final (every sample) |", "| --- | --- | --- | ---: |"]
+    lines = [f"| run | quick evals | {metric} (%) at training minutes | final (all of the split) |",
+             "| --- | --- | --- | ---: |"]
     for c in curves:
         pts = ", ".join(f"{m:.0f}: {100 * v:.1f}" for m, _, v in c.points) or "—"
         final = f"{100 * c.final[2]:.2f} ({c.final[0]:.0f} min, step {c.final[1]})" if c.final else "—"
-        lines.append(f"| {c.name} | {c.split} | {pts} | {final} |")
+        lines.append(f"| {c.name} | {c.quick or c.split} | {pts} | {final} |")
     return "\n".join(lines)
 
 
@@ -111,10 +115,10 @@ def plot(curves: list[Curve], metric: str, out_png: Path) -> Path | None:
     for i, c in enumerate(curves):
         if c.points:
             ax.plot([p[0] for p in c.points], [100 * p[2] for p in c.points], marker="o", ms=3, color=f"C{i}",
-                    label=f"{c.name} ({c.split}, quick eval)")
+                    label=f"{c.name} (quick eval, {c.quick or c.split})")
         if c.final:
             ax.plot([c.final[0]], [100 * c.final[2]], marker="*", ms=12, ls="", color=f"C{i}",
-                    label=f"{c.name} (final, every sample)")
+                    label=f"{c.name} (final, all of {c.split})")
     ax.set_xlabel("training minutes")
     ax.set_ylabel(f"{metric} (%)")
     ax.grid(True, alpha=0.3)
