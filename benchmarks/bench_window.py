@@ -5,8 +5,7 @@ batch's longest label (`Recognizer.trim_padding`), and with length-bucketed batc
 The labels are a shard split's own (their lengths are what the window and the buckets depend on); the
 images are random at the shards' canvas (a step's cost does not depend on the pixels). The variants
 take their timed steps in alternating blocks from one set of weights each, so a noisy machine slows
-them alike. HVT's loss has always stopped at the batch's longest label (its LSTM runs step by step), so
-for HVT "whole window" and "trimmed" are one thing and the buckets are what changes.
+them alike.
 
     python benchmarks/bench_window.py --data shards/printed-64x512 --kinds ar hvt --threads 1
 """
@@ -37,8 +36,8 @@ def bench_kind(kind: str, data: Path, config: str, blocks: int, steps: int, pool
     cfg = apply_overrides(preset(config), [f"model.kind={kind}", "model.max_len=160", f"data.root={data}",
                                            f"data.train_split={split}"])
     torch.manual_seed(0)
-    model, split, dataset = prepare(cfg, Env(torch.device("cpu")), None)
-    tokens = torch.from_numpy(split.targets["tokens"])
+    model, data, dataset = prepare(cfg, Env(torch.device("cpu")), None)
+    tokens = torch.from_numpy(data.targets["tokens"])
     lengths = label_lengths(dataset)
     variants = ("whole window", "trimmed", "buckets")
     models, opts, order = {}, {}, {}

@@ -31,6 +31,7 @@ import torch.nn as nn
 
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
+from tokenizer.vocab import TokenVocab
 
 from .decoding import DecodeSpec, check_decode_spec, finish_tokens
 
@@ -93,7 +94,7 @@ class Recognizer(nn.Module):
         tokens = batch.get("tokens")
         if not self.trims_padding or not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
             return batch
-        full, width = tokens.shape[1], max(2, int((tokens != 0).sum(1).max()))
+        full, width = tokens.shape[1], max(2, int((tokens != TokenVocab.PAD).sum(1).max()))
         if width >= full:
             return batch
         return {k: v[:, :width] if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[1] == full else v

@@ -26,6 +26,18 @@ def repo_root() -> Path:
     return REPO
 
 
+@pytest.fixture
+def one_thread():
+    """Tiny models: a second intra-op thread only adds synchronization (10x slower on a shared machine).
+    Modules of tiny models use it with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 class Payload:
     """Unpickling this runs `touch marker`: a crafted file that must never be loaded as objects."""
 

@@ -28,13 +28,7 @@ from train.config import apply_overrides, preset
 LABELS = ["x^2", "a+b", "\\frac{1}{y}", "z_3"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny ops: a second thread costs more in handoffs than it saves, and the cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def tiny_cfg(**kw) -> HVTConfig:

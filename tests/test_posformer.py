@@ -26,14 +26,7 @@ LABELS = ["x^{2}", r"\frac{a}{b}", "x_{i}^{2}", r"\sqrt[3]{x}"]
 CANVAS = (32, 64)        # small enough for CPU; the published canvas is checked where only shapes matter
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These models are tiny: a second intra-op thread only adds synchronization (10x slower on a
-    shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def tiny(**kw) -> PosFormerConfig:

@@ -13,12 +13,7 @@ from test_train import micro_cfg, micro_data  # noqa: F401  (the fixture)
 from train.data import epoch_batches
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 LABELS = ["x ^ { 2 }", "a", "\\frac { a } { b } + c", "y _ { i }"]

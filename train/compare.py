@@ -69,8 +69,7 @@ def read_curve(run: Path, metric: str, name: str | None = None) -> Curve:
     offset = 0.0
     first = run / "pretrain" / "metrics.jsonl"
     if first.is_file():
-        steps1, secs1 = _clock(read_metrics(first), 0.0)
-        offset = secs1[-1]
+        offset = _clock(read_metrics(first), 0.0)[1][-1]
     rows = read_metrics(run / "metrics.jsonl")
     steps, seconds = _clock(rows, offset)
     curve.minutes = seconds[-1] / 60

@@ -20,6 +20,7 @@ from PIL import Image
 from datasets_prep.shards import ShardError, load_split
 from tokenizer import LatexError
 from tokenizer.label_spec import LabelSpec, prepare_label
+from tokenizer.vocab import TokenVocab
 
 
 def image_to_tensor(png: bytes, size: tuple[int, int]) -> torch.Tensor:
@@ -149,8 +150,8 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
     g = np.random.default_rng([seed, epoch])
     perm = g.permutation(n)
     if lengths is not None and pool > 1:
-        span = pool * batch_size
-        perm = np.concatenate([c[np.argsort(np.asarray(lengths)[c], kind="stable")]
+        span, lengths = pool * batch_size, np.asarray(lengths)
+        perm = np.concatenate([c[np.argsort(lengths[c], kind="stable")]
                                for c in (perm[i: i + span] for i in range(0, n, span))]) if n else perm
     per_rank = batch_size // world
     batches = []
@@ -166,12 +167,12 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
 
 
 def label_lengths(dataset: torch.utils.data.Dataset) -> np.ndarray:
-    """Each sample's label length (non-PAD entries of its first target column), for a ShardDataset
-    or a ConcatDataset of them."""
+    """Each sample's label length (non-PAD entries of its first target column: tokens, or SAT
+    symbols; PAD is 0 in both vocabularies), for a ShardDataset or a ConcatDataset of them."""
     if isinstance(dataset, torch.utils.data.ConcatDataset):
         return np.concatenate([label_lengths(d) for d in dataset.datasets])
     first = next(iter(dataset.data.targets.values()))
-    return (first != 0).sum(1)
+    return (first != TokenVocab.PAD).sum(1)
 
 
 __all__ = ["ShardDataset", "ShardError", "SplitData", "collate", "epoch_batches", "image_to_tensor",

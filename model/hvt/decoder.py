@@ -149,8 +149,8 @@ def coverage_penalty(alphas: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 def teacher_forced_loss(decoder: CoverageLSTMDecoder, memory: Memory, state: State, ids: torch.Tensor,
                         cov_weight: float = 0.0) -> dict[str, torch.Tensor]:
     """Next-token CE over ids [B, L] = BOS tokens EOS PAD... (PAD targets ignored), plus
-    `cov_weight` x coverage_penalty; columns past the longest label are skipped."""
-    ids = ids[:, : int((ids != PAD).sum(1).max())]
+    `cov_weight` x coverage_penalty. The LSTM runs one step per column: the trainer's eager steps pass
+    the window cut at the batch's longest label (Recognizer.trim_padding)."""
     logits, alphas = decoder.teacher_forced(ids, state, memory)
     target = ids[:, 1:].masked_fill(ids[:, 1:] == PAD, -100)
     ce = F.cross_entropy(logits.float().transpose(1, 2), target, ignore_index=-100)
