@@ -37,7 +37,7 @@ mkdir -p "$work/runs"
 for kind in "${kinds[@]}"; do
   case $kind in
     diffusion) extra=() ;;
-    posformer) extra=(model.kind=posformer model.encoder=vit model.max_len=160) ;;
+    posformer) extra=(model.kind=posformer model.encoder=vit model.max_len=160 max_minutes=110 pretrain.max_minutes=0) ;;  # one stage: its own AR decoder trains the encoder
     hvt-pos1d) extra=(model.kind=hvt model.pos_2d=false model.max_len=160 max_minutes=110) ;;   # HVT's ablations
     hvt-nocls) extra=(model.kind=hvt model.cls_init=false model.max_len=160 max_minutes=110) ;;
     *) extra=("model.kind=$kind" model.max_len=160 max_minutes=110) ;;

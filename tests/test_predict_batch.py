@@ -61,11 +61,25 @@ def test_jsonl_has_one_line_per_input_in_order(ckpt, micro_data, tmp_path, capsy
     for r in rows:
         if "latex" in r:
             assert isinstance(r["latex"], str) and 0.0 < r["confidence"] <= 1.0
-    assert all("reference" in r for r in rows if r["input"] in ids)  # shard rows carry their label
+    shard_rows = [r for r in rows if r["input"].startswith("train/")]
+    assert len(shard_rows) == len(ids) and all(r.get("reference") for r in shard_rows)  # each carries its label
     assert code == 1  # three inputs were refused
     err = capsys.readouterr().err
     assert "recognized 8 images" in err and "images/s" in err and "3 of 11 inputs" in err
     assert capsys.readouterr().out == ""
+
+
+def test_one_split_folder_reads_as_that_split_of_its_root(ckpt, micro_data, tmp_path):  # noqa: F811
+    """`shards/x/train` is as good an input as `shards/x`: its rows, named train/sample_id, same output."""
+    rows = {}
+    for name, path in (("root", micro_data), ("split", micro_data / "train")):
+        out = tmp_path / f"{name}.jsonl"
+        assert predict.main(["--ckpt", str(ckpt), str(path), "--jsonl", str(out), "--sampler", "mask-predict"]) == 0
+        rows[name] = [json.loads(line) for line in out.read_text().splitlines()]
+    ids = load_split(micro_data / "train").column("sample_id").to_pylist()
+    assert [r["input"] for r in rows["split"]] == [f"train/{i}" for i in ids]
+    root_train = [r for r in rows["root"] if r["input"].startswith("train/")]
+    assert rows["split"] == root_train
 
 
 def test_batch_size_does_not_change_the_output(ckpt, micro_data, tmp_path):  # noqa: F811

@@ -7,7 +7,7 @@
 ships (model/weights/); without --ckpt the shipped default reads, with the decoder its validation
 chose (model/weights/MODEL_CARD.md). A PATH is an image (PNG, JPEG,
 ...) or InkML file, a folder (recursively: its images and .inkml files), an archive (.zip, .tar.gz,
-... read member by member, never extracted) or a shard folder (one with dataset_dict.json: every
+... read member by member, never extracted) or a shard folder (one with dataset_dict.json, or one of its split folders: every
 row, named by its sample_id). InkML is rendered as the shards are (datasets_prep.render); images go
 through datasets_prep.image_intake (safe decode with a pixel limit, transparency composited on
 white, ink polarity detected, background divided out, optional --binarize for photos, cropped to

@@ -3,7 +3,8 @@
 A PATH is an image or InkML file; a folder (walked recursively for images and .inkml, links
 followed only while they stay inside it, datasets_prep/local_files.py); an archive (.zip, .tar.gz,
 ... read member by member with datasets_prep/archive.py, never extracted); or a shard folder (one
-holding dataset_dict.json: every row of every split, named by its sample_id). Each input carries
+holding dataset_dict.json: every row of every split, named by its sample_id; or one split folder of
+it, holding state.json). Each input carries
 either its image (drawn or fitted exactly as the training shards were, by the model's RenderSpec)
 or the one-line reason it cannot be used, in the order the inputs were given.
 """
@@ -22,7 +23,7 @@ from datasets_prep.image_intake import ImageError
 from datasets_prep.local_files import MAX_BYTES, FileRefused, read_capped, walk_files
 from datasets_prep.readers import InkError, read_inkml
 from datasets_prep.render_spec import RenderSpec
-from datasets_prep.shards import DICT_FILE, ShardError, load_split, split_names
+from datasets_prep.shards import DICT_FILE, STATE_FILE, ShardError, load_split, split_names
 from datasets_prep.sources import LABEL_READERS, target_label
 from datasets_prep.sources.pairing import IMAGE_SUFFIXES
 
@@ -111,10 +112,23 @@ def _archive(path: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
             yield _decoded(f"{path}:{member.name}", member.data, render, binarize)
 
 
+def _is_split(path: Path) -> bool:
+    """One split folder of a shard root (`shards/x/test`: state.json beside its Arrow files)."""
+    return path.is_dir() and (path / STATE_FILE).is_file() and not (path / DICT_FILE).is_file()
+
+
+def _split_dirs(path: Path) -> list[tuple[str, Path]]:
+    """(split name, folder) for a shard root (every split it lists) or for one split folder."""
+    if _is_split(path):
+        return [(path.name, path)]
+    return [(split, path / split) for split in split_names(path)]
+
+
 def _shards(root: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
-    """Every row of every split; a row whose canvas differs from the model's is fitted like an image."""
+    """Every row of every split (or of the one split folder given); a row whose canvas differs from
+    the model's is fitted like an image."""
     try:
-        tables = [(split, load_split(root / split)) for split in split_names(root)]
+        tables = [(split, load_split(folder)) for split, folder in _split_dirs(root)]
     except ShardError as exc:
         yield Input(str(root), error=str(exc))
         return
@@ -138,7 +152,7 @@ def _shards(root: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
 def iter_inputs(paths: list[Path], render: RenderSpec, binarize: bool = False) -> Iterator[Input]:
     """Every input of every PATH, in order."""
     for path in paths:
-        if path.is_dir() and (path / DICT_FILE).is_file():
+        if path.is_dir() and ((path / DICT_FILE).is_file() or _is_split(path)):
             yield from _shards(path, render, binarize)
         elif path.is_dir():
             yield from _folder(path, render, binarize)
@@ -153,9 +167,9 @@ def count_inputs(paths: list[Path]) -> int | None:
     have to be read twice)."""
     total = 0
     for path in paths:
-        if path.is_dir() and (path / DICT_FILE).is_file():
+        if path.is_dir() and ((path / DICT_FILE).is_file() or _is_split(path)):
             try:
-                total += sum(load_split(path / s).num_rows for s in split_names(path))
+                total += sum(load_split(folder).num_rows for _, folder in _split_dirs(path))
             except ShardError:
                 total += 1
         elif path.is_dir():
