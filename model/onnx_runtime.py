@@ -23,7 +23,7 @@ from tokenizer.label_spec import LabelSpec, LabelSpecError
 
 from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens
 from .errors import CheckpointError
-from .onnx_samplers import greedy, log_softmax, mask_predict, no_mask, remask
+from .onnx_samplers import beam, greedy, log_softmax, mask_predict, no_mask, remask
 
 EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
@@ -33,6 +33,7 @@ ENCODER_OUTPUTS = {"sat-step": ("mem_k", "mem_v"), "ar-cached-step": ("mem_k", "
                    "posformer-step": ("mem_k", "mem_v"), "hvt-step": ("mem_values", "mem_keys", "h", "c")}
 STEP_STATE = {"ar-cached-step": ("past_k", "past_v"), "posformer-step": ("past_k", "past_v", "coverage", "pending"),
               "hvt-step": ("h", "c", "context", "coverage")}
+BATCH_AXIS = {"ar-cached-step": 1, "posformer-step": 1, "hvt-step": 0}  # caches are [layers, batch, ...]
 MAX_GRAPH_BYTES = 2 * 1024 ** 3   # protobuf's own limit for a graph with its weights inside
 EXTRA_HINT = "pip install onnx onnxruntime (in a checkout: pip install -e '.[onnx]')"
 
@@ -90,6 +91,21 @@ class ExportedRecognizer:
             s_log, m_log = log_softmax(no_mask(logits[0])), log_softmax(no_mask(logits[1]))
             return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
+        width = spec.beam if spec.sampler == "beam" else 1
+        if width <= 1:
+            ids, probs = greedy(self._token_step(mem), b, self.cfg.max_len, initial_state(self.graph, mem))
+            return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+        rows, row_probs = [], []
+        for i in range(b):  # one image at a time over `width` rows, as model.search.beam_per_image
+            one = {k: np.repeat(rows_of(v, [i], self.graph), width, axis=BATCH_AXIS[self.graph]) for k, v in mem.items()}
+            _, ids, probs = beam(self._token_step(one), width, self.cfg.max_len, initial_state(self.graph, one),
+                                 lambda state, src: tuple(rows_of(x, src, self.graph) for x in state),
+                                 getattr(self.cfg, "length_penalty", 1.0))
+            rows.append(ids), row_probs.append(probs)
+        return finish_tokens(self.labels.vocab, rows, row_probs, spec, stats, confidences)
+
+    def _token_step(self, mem: dict[str, np.ndarray]):
+        """One token step of the decoder graph over the rows of `mem` (the encoder's outputs)."""
         names = STEP_STATE[self.graph]
         feeds = {k: v for k, v in mem.items() if k.startswith("mem_")}
         takes_position = "position" in self.decoder_inputs
@@ -100,9 +116,12 @@ class ExportedRecognizer:
                 inputs["position"] = position
             logits, *rest = self.decoder.run(None, inputs)
             return logits, tuple(rest)
+        return token_step
 
-        ids, probs = greedy(token_step, b, self.cfg.max_len, initial_state(self.graph, mem))
-        return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+
+def rows_of(x: np.ndarray, rows, graph: str) -> np.ndarray:
+    """Rows `rows` of one memory or state array of a token graph (its batch axis: BATCH_AXIS)."""
+    return np.take(x, np.asarray(rows, dtype=np.int64), axis=BATCH_AXIS[graph])
 
 
 def initial_state(graph: str, mem: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:

@@ -7,7 +7,8 @@ the same row for every sample).
 
 `step(symbols, modifiers) -> (symbol logits, modifier logits)` [B, L, V] is one refinement step;
 `step(token [B, 1], position [1], state) -> (logits [B, V], next state)` one token step of a token
-recognizer, its state a tuple of arrays the loop only carries.
+recognizer, its state a tuple of arrays the loop only carries (beam search also picks rows of it:
+`reorder(state, src)`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ BOS, EOS = TokenVocab.BOS, TokenVocab.EOS
 
 SATStep = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 StateStep = Callable[[np.ndarray, np.ndarray, tuple], tuple[np.ndarray, tuple]]
+Reorder = Callable[[tuple, np.ndarray], tuple]
+BeamHyp = tuple[float, list[int], list[float]]   # (normalized log p, ids from BOS to EOS, each token's p)
 
 
 def no_mask(logits: np.ndarray) -> np.ndarray:
@@ -115,3 +118,47 @@ def greedy(step: StateStep, batch: int, max_len: int, state: tuple[np.ndarray, .
         if done.all():
             break
     return out, probs
+
+
+def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...], reorder: Reorder,
+         length_penalty: float = 1.0) -> BeamHyp:
+    """model.search.beam over one image's `width` rows, step for step (the same 2 x width candidates,
+    the same stopping rule, scores in float32 as there): the best hypothesis, with the probability each
+    of its tokens had when it was chosen (what the PyTorch path reads back in one teacher-forced pass)."""
+    seqs = np.full((width, 1), BOS, dtype=np.int64)
+    probs = np.zeros((width, 0), dtype=np.float32)
+    scores = np.zeros(width, dtype=np.float32)
+    scores[1:] = -np.inf  # all rows start identical: expand the first only
+    finished: list[BeamHyp] = []
+    for pos in range(max_len - 1):
+        logits, state = step(seqs[:, -1:], np.array([pos], dtype=np.int64), state)
+        logp = log_softmax(logits.astype(np.float32))
+        vocab = logp.shape[1]
+        cand = (scores[:, None] + logp).reshape(-1)
+        order = np.argsort(-cand, kind="stable")[: min(2 * width, cand.size)]
+        src, tok, score = [], [], []
+        for rank, j in enumerate(order.tolist()):
+            s = float(cand[j])
+            if s == -np.inf or len(src) == width:
+                break
+            row, t = divmod(j, vocab)
+            p = float(np.exp(logp[row, t]))
+            if t != EOS:
+                src.append(row), tok.append(t), score.append(s)
+            elif rank < width:
+                finished.append((s / (pos + 1) ** length_penalty, [*seqs[row].tolist(), EOS], [*probs[row].tolist(), p]))
+        if len(finished) >= width or not src:
+            break
+        while len(src) < width:  # dead copies keep the rows' shape
+            src.append(src[0]), tok.append(tok[0]), score.append(-np.inf)
+        rows, toks = np.array(src), np.array(tok)
+        state = reorder(state, rows)
+        chosen = np.exp(logp[rows, toks]).astype(np.float32)
+        seqs = np.concatenate([seqs[rows], toks[:, None]], 1)
+        probs = np.concatenate([probs[rows], chosen[:, None]], 1)
+        scores = np.array(score, dtype=np.float32)
+    if not finished:  # out of length: the best open hypothesis
+        b = int(scores.argmax())
+        finished.append((float(scores[b]) / (seqs.shape[1] - 1) ** length_penalty, seqs[b].tolist(),
+                         probs[b].tolist()))
+    return max(finished, key=lambda h: h[0])

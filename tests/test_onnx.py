@@ -1,6 +1,6 @@
 """ONNX export on micro-trained checkpoints: the exported folder decodes exactly what PyTorch does
-(GryphOne's three samplers, AR greedy), loads wherever a checkpoint does, and refuses what it cannot
-export or read with one line naming the file."""
+(GryphOne's three samplers; the token recognizers greedy, the AR baseline and HVT also beam), loads
+wherever a checkpoint does, and refuses what it cannot export or read with one line naming the file."""
 from __future__ import annotations
 
 import json
@@ -54,9 +54,10 @@ def _images(loaded, data: Path) -> torch.Tensor:
     ("diffusion", [DecodeSpec("remask", T=1), DecodeSpec("remask", T=10, seed=0), DecodeSpec("remask", T=10, seed=7),
                    DecodeSpec("remask-keep", T=10, seed=3), DecodeSpec("mask-predict", T=10),
                    DecodeSpec("remask", T=10, valid=False)]),
-    ("ar", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
+    ("ar", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False), DecodeSpec("beam", beam=3),
+            DecodeSpec("beam", beam=5, valid=False)]),
     ("posformer", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
-    ("hvt", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
+    ("hvt", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False), DecodeSpec("beam", beam=3)]),
 ])
 def test_fp32_export_decodes_what_pytorch_decodes(runs, micro_data, tmp_path, kind, specs):  # noqa: F811
     loaded = load(runs[kind])
@@ -150,11 +151,14 @@ def test_untrained_token_recognizers_export_step_for_step(tmp_path, kind, option
     exported = load(tmp_path / "onnx").recognizer
     images = torch.rand(3, 1, 32, 128)
     conf_torch, conf_onnx = [], []
-    want = rec.recognize(images, DecodeSpec("greedy", valid=False), confidences=conf_torch)
-    got = exported.recognize(images, DecodeSpec("greedy", valid=False), confidences=conf_onnx)
-    assert got == want
-    assert rec.decode_ids(images, DecodeSpec("greedy")).shape[1] == rec.cfg.max_len
-    assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)
+    specs = [DecodeSpec("greedy", valid=False)] + [DecodeSpec("beam", beam=3, valid=False)] * ("beam" in exported.samplers)
+    for spec in specs:  # beam: every hypothesis runs out of length, so the search ends on its last rule
+        conf_torch, conf_onnx = [], []
+        want = rec.recognize(images, spec, confidences=conf_torch)
+        got = exported.recognize(images, spec, confidences=conf_onnx)
+        assert got == want, spec
+        assert rec.decode_ids(images, spec).shape[1] == rec.cfg.max_len
+        assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)
 
 
 NO_TORCH = """

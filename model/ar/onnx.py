@@ -34,5 +34,6 @@ class ARStepGraph(nn.Module):
 def cached_token_graphs(rec: Recognizer) -> OnnxGraphs:
     """A ViT-style encoder (`rec.encoder`) and an ARDecoder (`rec.decoder`): the AR baseline's export,
     and any recognizer built from the same two parts."""
+    samplers = tuple(s for s in ("greedy", "beam") if s in rec.samplers)  # beam: model.search.beam's rule in NumPy
     return OnnxGraphs("ar-cached-step", MemoryGraph(rec).eval(), ARStepGraph(rec.decoder).eval(), cached_step_examples,
-                      ("greedy",))
+                      samplers or ("greedy",))

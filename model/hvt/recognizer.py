@@ -187,7 +187,7 @@ class HVT(Recognizer):
         from .onnx import HVTMemoryGraph, HVTStepGraph
 
         return OnnxGraphs("hvt-step", HVTMemoryGraph(self).eval(), HVTStepGraph(self).eval(), lstm_step_examples,
-                          ("greedy",))
+                          ("greedy", "beam"))
 
     def flops_per_image(self, train: bool = True) -> float:
         """Convolutions, patch projection, ViT blocks (with [CLS]) and max_len - 1 decoder steps."""

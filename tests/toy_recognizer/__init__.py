@@ -39,6 +39,7 @@ class ToyRecognizer(Recognizer):
     config_class = ToyConfig
     title = "the toy recognizer"
     description = "toy (convolutional encoder + causal transformer decoder)"
+    samplers = ("greedy",)
 
     def __init__(self, cfg: ToyConfig, render, labels):
         super().__init__(cfg, render, labels)
