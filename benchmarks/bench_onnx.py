@@ -2,9 +2,11 @@
 
 Latency: batch 1, one thread each (torch.set_num_threads and ONNX Runtime's intra-op threads), the
 three backends run on the same image one after another (so a busy machine slows all three alike),
-p50/p95 over --n test images, for each decoder asked (GryphOne remask T=1 and T=10; AR greedy).
-Throughput: images/s over the same images at batch 1, 8, 32. Accuracy: exact match of each
-backend's T=10 outputs against the references, and how many outputs equal PyTorch's.
+p50/p95 over --n test images, for each decoder asked (GryphOne remask T=1 and T=10; a token recognizer
+greedy, and beam at each --beams width where its export has beam).
+Throughput: images/s over the same images at batch 1, 8, 32 (remask T=10; greedy). Accuracy: exact
+match of each backend's outputs against the references (remask T=10; every token decoder), and how
+many outputs equal PyTorch's.
 
     python benchmarks/bench_onnx.py --ckpt runs/demo/ckpt.pt --data runs/demo/shards --split test --n 100
     python benchmarks/bench_onnx.py --ckpt runs/demo/pretrain/ckpt.pt --data runs/demo/shards --split test  # AR
@@ -84,6 +86,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100, help="test images timed (default: %(default)s)")
     ap.add_argument("--threads", type=int, default=1, help="threads per backend (default: %(default)s)")
     ap.add_argument("--json", default=None, help="write the figures here")
+    ap.add_argument("--beams", type=int, nargs="*", default=[5],
+                    help="beam widths timed beside greedy for a token recognizer (default: %(default)s)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     loaded = load(args.ckpt)
@@ -96,7 +100,10 @@ def main() -> int:
     items = [ShardDataset(data, rec.render.size)[i] for i in range(min(args.n, len(data.rows)))]
     images, refs = collate(items)["image"], [it["latex"] for it in items]
     specs = [DecodeSpec("remask", T=1), DecodeSpec("mask-predict", T=10), DecodeSpec("remask", T=10)] \
-        if rec.label_kind == "sat" else [DecodeSpec("greedy")]
+        if rec.label_kind == "sat" else [DecodeSpec("greedy")] + [DecodeSpec("beam", beam=w) for w in args.beams]
+    if "beam" not in backends["onnx-fp32"].samplers:  # an export without beam (PosFormer's): greedy only
+        specs = [s for s in specs if s.sampler != "beam"]
+    scored = specs[-1:] if rec.label_kind == "sat" else specs  # GryphOne: remask T=10; token recognizers: each
     report = {
         "ckpt": str(loaded.path), "kind": rec.kind, "n": len(refs), "threads": args.threads,
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
@@ -104,8 +111,8 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "graph_bytes": {p.name: p.stat().st_size for p in sorted(tmp.glob("*.onnx"))},
         "latency_batch1": latency(backends, images, specs),
-        "throughput_images_per_s": throughput(backends, images, specs[-1]),
-        "accuracy": accuracy(backends, images, refs, specs[-1]),
+        "throughput_images_per_s": throughput(backends, images, specs[-1] if rec.label_kind == "sat" else specs[0]),
+        "accuracy": {s.name: accuracy(backends, images, refs, s) for s in scored},
     }
     print(json.dumps(report, indent=1))
     if args.json:
