@@ -1,0 +1,133 @@
+"""How a printed-formula model reads fonts and sizes it never saw: the test formulas drawn again by
+matplotlib's mathtext in several font sets and at two resolutions, beside TeX's own images of the same
+formulas, each converted to shards and scored by `train.eval` (BLEU-4, edit score, exact match).
+
+Why: the shipped printed model is trained on TeX's Computer Modern; users paste formulas typeset by
+Word, MathJax or a PDF viewer at whatever size. mathtext is not TeX (it draws a subset of LaTeX, in
+its own layout), so this is a probe of robustness, not a second test set: only formulas mathtext
+draws in every font set are kept, and the TeX row is scored on that same subset.
+
+    python benchmarks/print_fonts.py --images printed-tex/img/test --ckpt print-ar --out runs/print-fonts
+    python benchmarks/print_fonts.py ... --fontsets cm stix dejavusans --dpi 100 200 --limit 200
+
+Writes OUT/img/<variant>/ (PNG + labels.tsv), OUT/shards (64x512 or the model's canvas), OUT/eval.json
+and prints one Markdown table. Needs matplotlib (the `plots` extra).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FONTSETS = ("cm", "stix", "stixsans", "dejavuserif", "dejavusans")
+
+
+def mathtext_png(latex: str, fontset: str, dpi: int, size: float = 12.0) -> bytes:
+    """One formula drawn by mathtext, cropped to its ink plus a small margin; ValueError if it cannot.
+    The label is written compactly first (`F_{\\mu}`, not im2markup's `F _ { \\mu }`): mathtext
+    reads a script after a space as text."""
+    import matplotlib
+
+    from tokenizer.lexer import tokenize, detokenize
+
+    latex = detokenize(tokenize(latex))
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context({"mathtext.fontset": fontset}):
+        fig = plt.figure(figsize=(0.01, 0.01))
+        try:
+            fig.text(0, 0, f"${latex}$", fontsize=size)
+            buf = io.BytesIO()
+            fig.savefig(buf, dpi=dpi, bbox_inches="tight", pad_inches=0.05, format="png")
+        except Exception as exc:  # mathtext's parser raises ValueError, its layout others
+            raise ValueError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        finally:
+            plt.close(fig)
+    return buf.getvalue()
+
+
+def read_labels(folder: Path) -> list[tuple[str, str]]:
+    rows = []
+    for line in (folder / "labels.tsv").read_text(encoding="utf-8").splitlines():
+        name, _, label = line.partition("\t")
+        if label:
+            rows.append((name, label))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--images", required=True, type=Path, help="a synth folder: PNGs and labels.tsv (TeX's test split)")
+    ap.add_argument("--ckpt", default="print-ar", help="checkpoint, export folder or shipped name (default: %(default)s)")
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--fontsets", nargs="+", default=list(FONTSETS), choices=FONTSETS)
+    ap.add_argument("--dpi", nargs="+", type=int, default=[100, 200], help="mathtext resolutions (12 pt text)")
+    ap.add_argument("--limit", type=int, default=0, help="first N formulas only (0: all)")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("error: needs matplotlib (pip install -e '.[plots]')", file=sys.stderr)
+        return 2
+    rows = read_labels(args.images)[: args.limit or None]
+    variants = [(f, d) for f in args.fontsets for d in args.dpi]
+    drawn: dict[str, dict[tuple[str, int], bytes]] = {}
+    refused: dict[str, str] = {}
+    t0 = time.time()
+    for name, label in rows:
+        try:
+            drawn[name] = {v: mathtext_png(label, *v) for v in variants}
+        except ValueError as exc:
+            refused[name] = str(exc)[:200]
+    kept = [(n, lab) for n, lab in rows if n in drawn]
+    print(f"mathtext drew {len(kept)} of {len(rows)} formulas in every variant ({time.time() - t0:.0f} s); "
+          f"{len(refused)} refused", file=sys.stderr)
+    img = args.out / "img"
+    shutil.rmtree(img, ignore_errors=True)
+    splits = {"tex": None, **{f"{f}_{d}": (f, d) for f, d in variants}}
+    for split, variant in splits.items():
+        (img / split).mkdir(parents=True)
+        for name, _ in kept:
+            target = img / split / f"{name}.png"
+            if variant is None:
+                shutil.copyfile(args.images / f"{name}.png", target)
+            else:
+                target.write_bytes(drawn[name][variant])
+        (img / split / "labels.tsv").write_text("".join(f"{n}\t{lab}\n" for n, lab in kept), encoding="utf-8")
+    (args.out / "refused.json").write_text(json.dumps(refused, indent=1))
+    shards = args.out / "shards"
+    shutil.rmtree(shards, ignore_errors=True)
+    from model import load
+
+    size = load(args.ckpt).render.size
+    run = [sys.executable, "-m", "datasets_prep.images", "--src", "folder", "--input", str(img), "--out", str(shards),
+           "--size", f"{size[0]}x{size[1]}", "--quiet"]
+    subprocess.run(run, check=True, cwd=ROOT)
+    report = args.out / "eval.json"
+    subprocess.run([sys.executable, "-m", "train.eval", "--ckpt", args.ckpt, "--data", str(shards), "--splits",
+                    ",".join(splits), "--markup", "text", "--beams", "1", "--threads", str(args.threads),
+                    "--json", str(report)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    results = json.loads(report.read_text())["results"]
+    print(f"\n{len(kept)} test formulas that mathtext draws in every variant; `{args.ckpt}`, greedy\n")
+    print("| drawn by | BLEU-4 | edit score | exact match | CER |\n| --- | ---: | ---: | ---: | ---: |")
+    for split, variant in splits.items():
+        m = results[split]["metrics"]["greedy"]
+        what = "TeX (the test split's own images)" if variant is None else f"mathtext `{variant[0]}`, {variant[1]} dpi"
+        print(f"| {what} | {100 * m['markup_bleu4']:.2f} | {100 * m['markup_edit_score']:.2f} | "
+              f"{100 * m['markup_exact_match']:.2f} | {100 * m['cer']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
