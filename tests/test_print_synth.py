@@ -257,3 +257,41 @@ def test_auto_without_tex_draws_everything_with_the_engine(tmp_path, monkeypatch
     monkeypatch.setattr(tex.shutil, "which", lambda name: None)
     s = write_printed([r"x ^ { 2 }", r"\frac { a } { b }"], tmp_path / "o", renderer="auto")
     assert s["tex_available"] is False and s["drawn_by"] == {"layout": 2} and s["layout_fallback"] == []
+
+
+def test_each_image_draws_its_font_from_seed_and_index_alone():
+    from datasets_prep.synth.print_set import font_of
+
+    fonts = ("cm", "times", "palatino")
+    drawn = [font_of(i, fonts, seed=3) for i in range(300)]
+    assert drawn == [font_of(i, fonts, seed=3) for i in range(300)]  # the same answer every time
+    assert all(70 < drawn.count(f) < 130 for f in fonts)  # uniform
+    assert drawn != [font_of(i, fonts, seed=4) for i in range(300)]
+    assert {font_of(i, ("times",), seed=3) for i in range(20)} == {"times"}
+
+
+def test_an_unknown_font_is_refused_before_anything_is_drawn(tmp_path):
+    with pytest.raises(ValueError, match="unknown TeX font 'comic'"):
+        write_printed([r"x ^ { 2 }"], tmp_path / "o", renderer="tex", fonts=("cm", "comic"))
+    assert not any((tmp_path / "o").rglob("*.png"))
+
+
+@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
+                                         + " ".join(DEBIAN_PACKAGES) + ")")
+def test_tex_draws_each_formula_in_its_own_font(tmp_path):
+    """Three fonts, three different images of one formula; a set in several fonts holds, for each
+    image, exactly what render_tex draws in the font font_of gave it, and counts the fonts."""
+    from datasets_prep.synth.print_set import font_of
+    from datasets_prep.synth.tex import FONTS
+
+    formula = r"\int _ { 0 } ^ { \infty } e ^ { - x ^ { 2 } } d x = \frac { \sqrt { \pi } } { 2 } \mathbb { R }"
+    images = {font: render_tex(formula, font=font) for font in FONTS}
+    assert not np.array_equal(images["cm"], images["times"]) and not np.array_equal(images["times"], images["palatino"])
+    labels = [r"x ^ { 2 }", formula, r"\alpha \beta + \gamma", r"\sum _ { i } a _ { i }", r"\frac { a } { b }",
+              r"\undefinedcommand x"]
+    s = write_printed(labels, tmp_path / "o", renderer="tex", fonts=tuple(FONTS))
+    assert s["written"] == 5 and sum(s["tex_fonts"].values()) == 5 and len(s["tex_fonts"]) >= 2, s
+    from PIL import Image
+    for i, latex in enumerate(labels[:5]):
+        got = np.asarray(Image.open(tmp_path / "o" / "train" / f"{i:07d}.png").convert("L"))
+        assert np.array_equal(got, render_tex(latex, font=font_of(i, tuple(FONTS)))), i

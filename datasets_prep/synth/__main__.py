@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                         "JPEG quality, drawn from --seed and its index (ranges: datasets_prep/synth/print_variation.py; "
                         "recorded in print_summary.json)")
     p.add_argument("--dpi", type=int, default=None, help="with --renderer tex: dvipng resolution (default 160)")
+    p.add_argument("--fonts", default="cm", help="with --renderer tex/auto: comma-separated TeX math fonts, one drawn "
+                   "per image (cm, times, palatino; default: cm)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p

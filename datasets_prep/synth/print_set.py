@@ -3,7 +3,8 @@
 `<out>/<split>/labels.tsv` (`name<TAB>latex`, one line per image) beside `<out>/<split>/<name>.png`,
 so `python -m datasets_prep.images --src folder --input <out>` reads it back into shards (the split is
 the folder's name). Images come from the layout engine (`renderer="layout"`, printed.py) or from TeX
-(`renderer="tex"`, tex.py). Label i of the corpus becomes image `<i:07d>.png` (0-based, in corpus
+(`renderer="tex"`, tex.py; in one math font or, with several `fonts`, in the font drawn for each
+image from (seed, its index): `font_of`). Label i of the corpus becomes image `<i:07d>.png` (0-based, in corpus
 order), so a run is deterministic and a name says which label it drew. A label that cannot be drawn
 is skipped, counted by reason and listed in `<split>/print_summary.json` (JSON, not JSONL: the
 folder source reads `*.jsonl` as label files); the run goes on.
@@ -43,9 +44,17 @@ def image_name(index: int) -> str:
     return f"{index:07d}"
 
 
+def font_of(index: int, fonts: Sequence[str], seed: int = 0) -> str:
+    """The TeX font image `index` is drawn in: one of `fonts`, uniformly, from (seed, index) alone (its
+    own stream, so adding fonts changes no other draw of the variation)."""
+    if len(fonts) == 1:
+        return fonts[0]
+    return fonts[int(np.random.default_rng([seed, index, 0x66]).integers(len(fonts)))]
+
+
 def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train", renderer: str = "layout",
                   style: PrintStyle = PrintStyle(), dpi: int | None = None, progress: bool = False,
-                  variation: PrintVariation | None = None) -> dict:
+                  variation: PrintVariation | None = None, fonts: Sequence[str] = ("cm",)) -> dict:
     """Render every label to out/<split>/; returns the summary (written, skipped list, reasons, the
     time and formulas/s, how many images each renderer drew, the variation's ranges).
 
@@ -54,9 +63,17 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     when TeX is absent; `layout_fallback` in the summary lists the indices the engine drew). With
     `variation`, each image draws its own size, stroke weight, skew, blur, noise and JPEG quality from
     (variation.seed, its index); a TeX image takes the size by resampling and keeps TeX's weight.
-    Raises ValueError on a bad split or renderer."""
+    fonts: the TeX math fonts (tex.FONTS) images are drawn in, one per image (`font_of`, seeded by
+    variation.seed); the engine has its own one. Raises ValueError on a bad split, renderer or font."""
     if renderer not in RENDERERS:
         raise ValueError(f"unknown renderer {renderer!r} (choose from {', '.join(RENDERERS)})")
+    from .tex import preamble
+    fonts = tuple(fonts)
+    if not fonts:
+        raise ValueError("fonts: name at least one TeX font")
+    for font in fonts:
+        preamble(font)  # ValueError naming a font TeX has no preamble for
+    seed = variation.seed if variation is not None else 0
     plain_name(split)
     use_tex = _tex_wanted(renderer)
     folder = Path(out) / split
@@ -70,10 +87,12 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
         from tqdm import tqdm
         bar = tqdm(total=len(labels), unit="formula", desc=f"print {renderer} -> {folder}")
     rows, skipped, reasons, drawn_by, fallback, nbytes = [], [], Counter(), Counter(), [], 0
+    tex_fonts: Counter = Counter()
     t0, c0 = time.perf_counter(), time.process_time()
     for start in range(0, len(labels), CHUNK):
         latexes = [im2latex_label(raw)[0] for raw in labels[start:start + CHUNK]]
-        tex = _tex_images(latexes, dpi, style) if use_tex else [None] * len(latexes)
+        chunk_fonts = [font_of(start + k, fonts, seed) for k in range(len(latexes))]
+        tex = _tex_images(latexes, chunk_fonts, dpi, style) if use_tex else [None] * len(latexes)
         for k, (latex, typeset) in enumerate(zip(latexes, tex)):
             i = start + k
             try:
@@ -88,6 +107,8 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
                 rows.append(f"{name}\t{latex}\n")
                 nbytes += len(data)
                 drawn_by[by] += 1
+                if by == "tex":
+                    tex_fonts[chunk_fonts[k]] += 1
                 if by == "layout" and use_tex:
                     fallback.append(i)
             if bar is not None:
@@ -97,7 +118,7 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
         bar.close()
     atomic_write(folder / LABELS, "".join(rows))
     summary = {"written": len(rows), "skipped": skipped, "reasons": dict(reasons.most_common()), "out": str(folder),
-               "split": split, "renderer": renderer, "drawn_by": dict(drawn_by), "layout_fallback": fallback,
+               "split": split, "renderer": renderer, "drawn_by": dict(drawn_by), "tex_fonts": dict(sorted(tex_fonts.items())), "layout_fallback": fallback,
                "tex_available": use_tex, "bytes": nbytes, "seconds": round(seconds, 3),
                "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None,
                "cpu_seconds": round(cpu, 3),  # this process only (TeX runs in children); steadier on a busy machine
@@ -120,9 +141,16 @@ def _tex_wanted(renderer: str) -> bool:
     return True
 
 
-def _tex_images(latexes: list[str], dpi: int | None, style: PrintStyle) -> list:
+def _tex_images(latexes: list[str], fonts: list[str], dpi: int | None, style: PrintStyle) -> list:
+    """TeX's image (or refusal) of each formula in its font: one batch per font."""
     from .tex import DEFAULT_DPI, render_tex_batch
-    return render_tex_batch(latexes, dpi=dpi or DEFAULT_DPI, margin=int(style.margin))
+    out: list = [None] * len(latexes)
+    for font in dict.fromkeys(fonts):
+        idx = [i for i, f in enumerate(fonts) if f == font]
+        for i, image in zip(idx, render_tex_batch([latexes[i] for i in idx], dpi=dpi or DEFAULT_DPI,
+                                                  margin=int(style.margin), font=font)):
+            out[i] = image
+    return out
 
 
 def _one_image(latex: str, raw: str, index: int, typeset, renderer: str, style: PrintStyle,
@@ -182,7 +210,7 @@ def run_cli(args) -> int:
     try:
         variation = PrintVariation(seed=args.seed) if args.vary else None
         summary = write_printed(labels, args.out, split=args.split or "train", renderer=args.renderer, dpi=args.dpi,
-                                progress=not args.quiet, variation=variation)
+                                progress=not args.quiet, variation=variation, fonts=args.fonts.split(","))
     except TexUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -196,7 +224,9 @@ def run_cli(args) -> int:
               f"in {summary['seconds']:.1f} s ({summary['formulas_per_s']} formulas/s, "
               f"{summary['cpu_seconds']:.1f} s CPU, "
               f"renderer {args.renderer}{', varied' if args.vary else ''}; drawn by "
-              f"{', '.join(f'{k} {v}' for k, v in summary['drawn_by'].items()) or 'none'})")
+              f"{', '.join(f'{k} {v}' for k, v in summary['drawn_by'].items()) or 'none'}"
+              + (f"; TeX fonts {', '.join(f'{k} {v}' for k, v in summary['tex_fonts'].items())}"
+                 if len(summary["tex_fonts"]) > 1 else "") + ")")
     if summary["skipped"]:
         n = len(summary["skipped"])
         print(f"skipped {n} of {len(labels)} formula(s) that cannot be drawn (listed in "

@@ -1,11 +1,12 @@
 """Printed formulas through a real TeX (`latex` + `dvipng`), where one is installed: the real look.
 
 Why optional: the layout engine (printed.py) needs no TeX and draws ~95% of IM2LATEX's formulas;
-real TeX draws every formula it compiles with Computer Modern, as the published datasets were made.
+real TeX draws every formula it compiles, in Computer Modern as the published datasets were made, or
+in Times or Palatino (FONTS), as other documents are.
 Nothing here is installed by the project; `check_tex()` names the Debian packages when it is missing.
 
 Each formula is compiled alone, in a fresh temporary folder, as `$\\displaystyle ...$` in an article
-with amsmath/amssymb, by `latex -no-shell-escape -interaction=nonstopmode -halt-on-error`, with
+with amsmath and the font's symbols, by `latex -no-shell-escape -interaction=nonstopmode -halt-on-error`, with
 `openin_any=p`/`openout_any=p` (TeX's paranoid file access: no absolute paths, no parent folders, no
 dot files) and a timeout, since a corpus line is untrusted input to a programming language. dvipng
 crops to the ink (`-T tight`) at `dpi`; a margin is added around it.
@@ -33,8 +34,22 @@ from .errors import SynthError
 
 DEBIAN_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-fonts-recommended", "dvipng")
 TOOLS = ("latex", "dvipng")
-PREAMBLE = (r"\documentclass[12pt]{article}\usepackage{amsmath,amssymb}\pagestyle{empty}"
-            r"\begin{document}")
+FONTS = {"cm": r"\usepackage{amsmath,amssymb}",
+         "times": r"\usepackage{amsmath}\usepackage{txfonts}",
+         "palatino": r"\usepackage{amsmath}\usepackage{pxfonts}"}
+"""The math fonts TeX draws with: Computer Modern (how the published datasets were typeset), Times and
+Palatino (txfonts / pxfonts, from the packages above; each carries the AMS symbols itself, so
+amssymb, which would clash with them, is not loaded)."""
+
+
+def preamble(font: str = "cm") -> str:
+    """The document head for `font` (a FONTS key; ValueError otherwise)."""
+    if font not in FONTS:
+        raise ValueError(f"unknown TeX font {font!r} (choose from {', '.join(FONTS)})")
+    return rf"\documentclass[12pt]{{article}}{FONTS[font]}\pagestyle{{empty}}\begin{{document}}"
+
+
+PREAMBLE = preamble("cm")
 DEFAULT_DPI = 160  # about 20 px per em of 12 pt Computer Modern: the size printed.PrintStyle draws
 
 
@@ -50,15 +65,18 @@ def check_tex() -> None:
                              f"on Debian/Ubuntu: apt-get install {' '.join(DEBIAN_PACKAGES)}")
 
 
-def render_tex(latex: str, *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: float = 30.0) -> np.ndarray:
-    """The formula typeset by TeX: uint8 gray [H, W], 255 = background. Raises SynthError when TeX
-    refuses it (the first error line of the log is the reason), TexUnavailable without TeX."""
+def render_tex(latex: str, *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: float = 30.0,
+               font: str = "cm") -> np.ndarray:
+    """The formula typeset by TeX in `font` (FONTS): uint8 gray [H, W], 255 = background. Raises
+    SynthError when TeX refuses it (the first error line of the log is the reason), TexUnavailable
+    without TeX."""
     check_tex()
+    head = preamble(font)
     body = " ".join(latex.split())
     if not body:
         raise SynthError(latex, "empty formula")
     try:
-        gray, = _typeset([body], dpi, timeout)
+        gray, = _typeset([body], dpi, timeout, head)
     except _Refused as exc:
         raise SynthError(latex, exc.reason) from None
     return np.pad(gray, margin, constant_values=255)
@@ -70,13 +88,13 @@ class _Refused(Exception):
         self.reason = reason
 
 
-def _typeset(bodies: list[str], dpi: int, timeout: float) -> list[np.ndarray]:
+def _typeset(bodies: list[str], dpi: int, timeout: float, head: str = PREAMBLE) -> list[np.ndarray]:
     """Each body on a page of its own in one document, typeset and cropped to its ink; _Refused (with
     TeX's first error line) when latex or dvipng refuses the document or the pages do not match."""
     env = {**os.environ, "openin_any": "p", "openout_any": "p"}
     with tempfile.TemporaryDirectory(prefix="gryphone-tex-") as tmp:
         with open(os.path.join(tmp, "f.tex"), "w", encoding="utf-8") as f:
-            f.write(PREAMBLE + "\n" + "".join(f"$\\displaystyle {b}$\n\\newpage\n" for b in bodies) + "\\end{document}\n")
+            f.write(head + "\n" + "".join(f"$\\displaystyle {b}$\n\\newpage\n" for b in bodies) + "\\end{document}\n")
         try:
             run = subprocess.run(["latex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "f.tex"],
                                  cwd=tmp, env=env, capture_output=True, timeout=timeout)
@@ -113,10 +131,11 @@ def batchable(latex: str) -> bool:
 
 
 def render_tex_batch(latexes: Sequence[str], *, dpi: int = DEFAULT_DPI, margin: int = 4, timeout: float = 120.0,
-                     batch: int = 64) -> list[np.ndarray | SynthError]:
-    """render_tex for many formulas: each item is the image render_tex gives (uint8 gray [H, W]) or
-    the SynthError it raises; `batch` formulas share one document (see the module doc)."""
+                     batch: int = 64, font: str = "cm") -> list[np.ndarray | SynthError]:
+    """render_tex for many formulas in one font: each item is the image render_tex gives (uint8 gray
+    [H, W]) or the SynthError it raises; `batch` formulas share one document (see the module doc)."""
     check_tex()
+    preamble(font)  # a bad font name fails here, before any work
     out: list[np.ndarray | SynthError | None] = [None] * len(latexes)
     shared = []
     for i, latex in enumerate(latexes):
@@ -126,30 +145,31 @@ def render_tex_batch(latexes: Sequence[str], *, dpi: int = DEFAULT_DPI, margin: 
         elif batchable(body):
             shared.append(i)
         else:
-            out[i] = _alone(latex, dpi, margin, timeout)
+            out[i] = _alone(latex, dpi, margin, timeout, font)
     for start in range(0, len(shared), batch):
-        _batch_into(out, latexes, shared[start:start + batch], dpi, margin, timeout)
+        _batch_into(out, latexes, shared[start:start + batch], dpi, margin, timeout, font)
     return out  # type: ignore[return-value]
 
 
-def _alone(latex: str, dpi: int, margin: int, timeout: float) -> np.ndarray | SynthError:
+def _alone(latex: str, dpi: int, margin: int, timeout: float, font: str) -> np.ndarray | SynthError:
     try:
-        return render_tex(latex, dpi=dpi, margin=margin, timeout=timeout)
+        return render_tex(latex, dpi=dpi, margin=margin, timeout=timeout, font=font)
     except SynthError as exc:
         return exc
 
 
-def _batch_into(out: list, latexes: Sequence[str], idx: list[int], dpi: int, margin: int, timeout: float) -> None:
+def _batch_into(out: list, latexes: Sequence[str], idx: list[int], dpi: int, margin: int, timeout: float,
+                font: str) -> None:
     """Typeset latexes[idx] in one document into out[idx]; halves on a refusal (one alone: render_tex)."""
     if len(idx) == 1:
-        out[idx[0]] = _alone(latexes[idx[0]], dpi, margin, timeout)
+        out[idx[0]] = _alone(latexes[idx[0]], dpi, margin, timeout, font)
         return
     try:
-        pages = _typeset([" ".join(latexes[i].split()) for i in idx], dpi, timeout)
+        pages = _typeset([" ".join(latexes[i].split()) for i in idx], dpi, timeout, preamble(font))
     except _Refused:
         half = len(idx) // 2
-        _batch_into(out, latexes, idx[:half], dpi, margin, timeout)
-        _batch_into(out, latexes, idx[half:], dpi, margin, timeout)
+        _batch_into(out, latexes, idx[:half], dpi, margin, timeout, font)
+        _batch_into(out, latexes, idx[half:], dpi, margin, timeout, font)
         return
     for i, gray in zip(idx, pages):
         out[i] = np.pad(gray, margin, constant_values=255)
