@@ -11,20 +11,26 @@
 # LATEX_DIR holds im2latex100k_val_norm.txt, crohme2014_train_captions.txt, hme100k_test.tsv.
 # WORK_DIR (default .) gets printed-corpus/, printed/, shards/printed-64x512 and runs/print-cpu-KIND.
 # SMOKE=1 draws 300 formulas and trains each KIND for a few seconds (checks the script).
+# FONTS=cm,times,palatino typesets each train and valid image in one of those TeX fonts (drawn per image)
+# and adds test_times / test_palatino (the test formulas in each other font); default cm alone.
 set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
-r=${RENDERER:-auto}
+r=${RENDERER:-auto}; fonts=${FONTS:-cm}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
-  python -m datasets_prep.synth --style print --renderer "$r" --vary --labels "$corpus/train.txt" --split train \
+  python -m datasets_prep.synth --style print --renderer "$r" --vary --fonts "$fonts" --labels "$corpus/train.txt" \
+      --split train --out "$img" --quiet "${count[@]}" || true
+  python -m datasets_prep.synth --style print --renderer "$r" --fonts "$fonts" --labels "$corpus/valid.txt" --split valid \
       --out "$img" --quiet "${count[@]}" || true
-  for s in valid test; do
-    python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/$s.txt" --split "$s" --out "$img" \
-        --quiet "${count[@]}" || true
+  python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/test.txt" --split test --out "$img" \
+      --quiet "${count[@]}" || true
+  for f in ${fonts//,/ }; do
+    [ "$f" = cm ] || python -m datasets_prep.synth --style print --renderer "$r" --fonts "$f" --labels "$corpus/test.txt" \
+        --split "test_$f" --out "$img" --quiet "${count[@]}" || true
   done
   python -m datasets_prep.synth --style print --renderer "$r" --vary --seed 1 --labels "$corpus/test.txt" \
       --split test_varied --out "$img" --quiet "${count[@]}" || true
