@@ -98,9 +98,10 @@ class ExportedRecognizer:
         rows, row_probs = [], []
         for i in range(b):  # one image at a time over `width` rows, as model.search.beam_per_image
             one = {k: np.repeat(rows_of(v, [i], self.graph), width, axis=BATCH_AXIS[self.graph]) for k, v in mem.items()}
-            _, ids, probs = beam(self._token_step(one), width, self.cfg.max_len, initial_state(self.graph, one),
-                                 lambda state, src: tuple(rows_of(x, src, self.graph) for x in state),
-                                 getattr(self.cfg, "length_penalty", 1.0))
+            hyps = beam(self._token_step(one), width, self.cfg.max_len, initial_state(self.graph, one),
+                        lambda state, src: tuple(rows_of(x, src, self.graph) for x in state),
+                        getattr(self.cfg, "length_penalty", 1.0))
+            _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
             rows.append(ids), row_probs.append(probs)
         return finish_tokens(self.labels.vocab, rows, row_probs, spec, stats, confidences)
 

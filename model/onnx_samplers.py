@@ -121,10 +121,11 @@ def greedy(step: StateStep, batch: int, max_len: int, state: tuple[np.ndarray, .
 
 
 def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...], reorder: Reorder,
-         length_penalty: float = 1.0) -> BeamHyp:
+         length_penalty: float = 1.0) -> list[BeamHyp]:
     """model.search.beam over one image's `width` rows, step for step (the same 2 x width candidates,
-    the same stopping rule, scores in float32 as there): the best hypothesis, with the probability each
-    of its tokens had when it was chosen (what the PyTorch path reads back in one teacher-forced pass)."""
+    the same stopping rule, scores in float32 as there): the finished hypotheses in the order they
+    ended, each with the probability its tokens had when chosen (what the PyTorch path reads back in
+    one teacher-forced pass). The best is `max(hyps, key=score)`, as model.search.best."""
     seqs = np.full((width, 1), BOS, dtype=np.int64)
     probs = np.zeros((width, 0), dtype=np.float32)
     scores = np.zeros(width, dtype=np.float32)
@@ -161,4 +162,4 @@ def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...
         b = int(scores.argmax())
         finished.append((float(scores[b]) / (seqs.shape[1] - 1) ** length_penalty, seqs[b].tolist(),
                          probs[b].tolist()))
-    return max(finished, key=lambda h: h[0])
+    return finished

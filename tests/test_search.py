@@ -1,10 +1,12 @@
 """model.search.greedy over each token recognizer's step function reads what a decoder that recomputes
 the whole prefix at every step (no cache, no carried state: the teacher-forced pass) reads; the AR
-baseline's fixed-shape step (preallocated cache) reads what its growing cache reads."""
+baseline's fixed-shape step (preallocated cache) reads what its growing cache reads; the NumPy beam
+of the exported folders reads what model.search.beam reads."""
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from builders import tiny_model, token_labels
 from model import DecodeSpec
@@ -141,3 +143,37 @@ def test_beam_over_the_carried_state_reads_what_recomputing_the_prefix_reads(kin
         for i in range(B):  # the search itself at width 1 (decode_ids sends beam 1 to greedy)
             one = best(beam(prefix_step(one_image_scorer(model, i, 1), 1), 1, MAX_LEN, "cpu"))
             assert torch.equal(greedy_rows[i][: len(one)], one), (i, greedy_rows[i], one)
+
+
+def _table_steps(table: torch.Tensor):
+    """The same toy decoder twice: next-token logits read from table[last token, :, position], no state.
+    The PyTorch step for model.search, the NumPy one for model.onnx_samplers."""
+    def torch_step(last: torch.Tensor, pos: int) -> torch.Tensor:
+        return table[last, :, pos]
+
+    def numpy_step(token, position, state):
+        return table.numpy()[token[:, 0], :, int(position[0])], state
+    return with_reorder(torch_step, lambda src: None), numpy_step
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), width=st.integers(1, 6), eos_bias=st.floats(-1.0, 3.0),
+       max_len=st.integers(2, 14))
+def test_the_numpy_beam_reads_what_the_pytorch_beam_reads(seed, width, eos_bias, max_len):
+    """onnx_samplers.beam (what an exported folder decodes with) against model.search.beam: the same
+    best hypothesis, its score, and each token's probability, for hypotheses that stop early, late or
+    never (max_len reached)."""
+    from model.onnx_samplers import beam as numpy_beam
+
+    g = torch.Generator().manual_seed(seed)
+    table = 3 * torch.randn(15, 15, max_len, generator=g)
+    table[:, EOS] += eos_bias
+    table[:, BOS] = table[:, PAD] = -1e9  # never chosen, as a trained head's
+    torch_step, numpy_step = _table_steps(table)
+    hyps = beam(torch_step, width, max_len, "cpu")
+    got = numpy_beam(numpy_step, width, max_len, (), lambda state, src: state)
+    assert [ids for _, ids, _ in got] == [h[1].tolist() for h in hyps]  # every finished one, in order
+    assert [s for s, _, _ in got] == pytest.approx([h[0] for h in hyps], rel=1e-5, abs=1e-5)
+    for _, ids, probs in got:
+        logp = torch.stack([table[a, :, p] for p, a in enumerate(ids[:-1])]).log_softmax(-1)
+        assert probs == pytest.approx(logp.gather(1, torch.tensor(ids[1:])[:, None])[:, 0].exp().tolist(), abs=1e-5)
