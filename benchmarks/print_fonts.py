@@ -9,9 +9,11 @@ draws in every font set are kept, and the TeX row is scored on that same subset.
 
     python benchmarks/print_fonts.py --images printed-tex/img/test --ckpt print-ar --out runs/print-fonts
     python benchmarks/print_fonts.py ... --fontsets cm stix dejavusans --dpi 100 200 --limit 200
+    python benchmarks/print_fonts.py ... --ckpt one-font=runs/a/ckpt.pt three-fonts=runs/b/ckpt.pt
 
-Writes OUT/img/<variant>/ (PNG + labels.tsv), OUT/shards (64x512 or the model's canvas), OUT/eval.json
-and prints one Markdown table. Needs matplotlib (the `plots` extra).
+Writes OUT/img/<variant>/ (PNG + labels.tsv), OUT/shards (the first model's canvas; reused by a later
+call with the same images, variants and limit), OUT/eval-<i>.json per checkpoint, and prints one
+Markdown table (several checkpoints: one column each). Needs matplotlib (the `plots` extra).
 """
 from __future__ import annotations
 
@@ -68,7 +70,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", required=True, type=Path, help="a synth folder: PNGs and labels.tsv (TeX's test split)")
-    ap.add_argument("--ckpt", default="print-ar", help="checkpoint, export folder or shipped name (default: %(default)s)")
+    ap.add_argument("--ckpt", nargs="+", default=["print-ar"],
+                    help="checkpoints, export folders or shipped names, NAME=PATH to name a column (default: print-ar)")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--fontsets", nargs="+", default=list(FONTSETS), choices=FONTSETS)
     ap.add_argument("--dpi", nargs="+", type=int, default=[100, 200], help="mathtext resolutions (12 pt text)")
@@ -80,8 +83,55 @@ def main() -> int:
     except ImportError:
         print("error: needs matplotlib (pip install -e '.[plots]')", file=sys.stderr)
         return 2
-    rows = read_labels(args.images)[: args.limit or None]
+    from model import load
+
+    named = [c.split("=", 1) if "=" in c else [c, c] for c in args.ckpt]
+    size = load(named[0][1]).render.size
     variants = [(f, d) for f in args.fontsets for d in args.dpi]
+    splits = {"tex": None, **{f"{f}_{d}": (f, d) for f, d in variants}}
+    shards = args.out / "shards"
+    made = {"images": str(args.images.resolve()), "variants": variants, "limit": args.limit, "size": list(size)}
+    stamp = args.out / "probe.json"
+    if stamp.is_file() and json.loads(stamp.read_text()) == json.loads(json.dumps(made)):
+        kept = len(read_labels(args.out / "img" / "tex"))
+        print(f"reusing the {kept} formulas drawn in {args.out} before", file=sys.stderr)
+    else:
+        kept = draw(args.images, args.out / "img", variants, splits, args.limit)
+        shutil.rmtree(shards, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "datasets_prep.images", "--src", "folder", "--input", str(args.out / "img"),
+                        "--out", str(shards), "--size", f"{size[0]}x{size[1]}", "--quiet"], check=True, cwd=ROOT)
+        stamp.write_text(json.dumps(made))
+    results = {}
+    for i, (name, ckpt) in enumerate(named):
+        report = args.out / f"eval-{i}.json"
+        subprocess.run([sys.executable, "-m", "train.eval", "--ckpt", ckpt, "--data", str(shards), "--splits",
+                        ",".join(splits), "--markup", "text", "--beams", "1", "--threads", str(args.threads),
+                        "--json", str(report)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        results[name] = json.loads(report.read_text())["results"]
+    print(f"\n{kept} test formulas that mathtext draws in every variant; greedy\n")
+    if len(named) == 1:
+        print(f"`{named[0][0]}`\n\n| drawn by | BLEU-4 | edit score | exact match | CER |\n| --- | ---: | ---: | ---: | ---: |")
+    else:
+        print("| drawn by | " + " | ".join(f"{n} BLEU-4 / edit / CER" for n, _ in named) + " |\n| --- |"
+              + " ---: |" * len(named))
+    for split, variant in splits.items():
+        what = "TeX (the test split's own images)" if variant is None else f"mathtext `{variant[0]}`, {variant[1]} dpi"
+        cells = []
+        for name, _ in named:
+            m = results[name][split]["metrics"]["greedy"]
+            if len(named) == 1:
+                cells += [f"{100 * m['markup_bleu4']:.2f}", f"{100 * m['markup_edit_score']:.2f}",
+                          f"{100 * m['markup_exact_match']:.2f}", f"{100 * m['cer']:.2f}"]
+            else:
+                cells.append(f"{100 * m['markup_bleu4']:.2f} / {100 * m['markup_edit_score']:.2f} / {100 * m['cer']:.2f}")
+        print(f"| {what} | " + " | ".join(cells) + " |")
+    return 0
+
+
+def draw(images: Path, img: Path, variants: list, splits: dict, limit: int) -> int:
+    """Every formula of `images` mathtext draws in every variant, written as one synth folder per
+    variant plus `tex` (TeX's own images of the same formulas); returns how many were kept."""
+    rows = read_labels(images)[: limit or None]
     drawn: dict[str, dict[tuple[str, int], bytes]] = {}
     refused: dict[str, str] = {}
     t0 = time.time()
@@ -93,40 +143,18 @@ def main() -> int:
     kept = [(n, lab) for n, lab in rows if n in drawn]
     print(f"mathtext drew {len(kept)} of {len(rows)} formulas in every variant ({time.time() - t0:.0f} s); "
           f"{len(refused)} refused", file=sys.stderr)
-    img = args.out / "img"
     shutil.rmtree(img, ignore_errors=True)
-    splits = {"tex": None, **{f"{f}_{d}": (f, d) for f, d in variants}}
     for split, variant in splits.items():
         (img / split).mkdir(parents=True)
         for name, _ in kept:
             target = img / split / f"{name}.png"
             if variant is None:
-                shutil.copyfile(args.images / f"{name}.png", target)
+                shutil.copyfile(images / f"{name}.png", target)
             else:
-                target.write_bytes(drawn[name][variant])
+                target.write_bytes(drawn[name][tuple(variant)])
         (img / split / "labels.tsv").write_text("".join(f"{n}\t{lab}\n" for n, lab in kept), encoding="utf-8")
-    (args.out / "refused.json").write_text(json.dumps(refused, indent=1))
-    shards = args.out / "shards"
-    shutil.rmtree(shards, ignore_errors=True)
-    from model import load
-
-    size = load(args.ckpt).render.size
-    run = [sys.executable, "-m", "datasets_prep.images", "--src", "folder", "--input", str(img), "--out", str(shards),
-           "--size", f"{size[0]}x{size[1]}", "--quiet"]
-    subprocess.run(run, check=True, cwd=ROOT)
-    report = args.out / "eval.json"
-    subprocess.run([sys.executable, "-m", "train.eval", "--ckpt", args.ckpt, "--data", str(shards), "--splits",
-                    ",".join(splits), "--markup", "text", "--beams", "1", "--threads", str(args.threads),
-                    "--json", str(report)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    results = json.loads(report.read_text())["results"]
-    print(f"\n{len(kept)} test formulas that mathtext draws in every variant; `{args.ckpt}`, greedy\n")
-    print("| drawn by | BLEU-4 | edit score | exact match | CER |\n| --- | ---: | ---: | ---: | ---: |")
-    for split, variant in splits.items():
-        m = results[split]["metrics"]["greedy"]
-        what = "TeX (the test split's own images)" if variant is None else f"mathtext `{variant[0]}`, {variant[1]} dpi"
-        print(f"| {what} | {100 * m['markup_bleu4']:.2f} | {100 * m['markup_edit_score']:.2f} | "
-              f"{100 * m['markup_exact_match']:.2f} | {100 * m['cer']:.2f} |")
-    return 0
+    (img.parent / "refused.json").write_text(json.dumps(refused, indent=1))
+    return len(kept)
 
 
 if __name__ == "__main__":
