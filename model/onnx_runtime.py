@@ -97,7 +97,8 @@ class ExportedRecognizer:
             return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
         rows, row_probs = [], []
         for i in range(b):  # one image at a time over `width` rows, as model.search.beam_per_image
-            one = {k: np.repeat(rows_of(v, [i], self.graph), width, axis=BATCH_AXIS[self.graph]) for k, v in mem.items()}
+            axis = BATCH_AXIS[self.graph]
+            one = {k: np.repeat(rows_of(v, [i], self.graph), width, axis=axis) for k, v in mem.items()}
             hyps = beam(self._token_step(one), width, self.cfg.max_len, initial_state(self.graph, one),
                         lambda state, src: tuple(rows_of(x, src, self.graph) for x in state),
                         getattr(self.cfg, "length_penalty", 1.0))

@@ -143,11 +143,11 @@ def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...
             if s == -np.inf or len(src) == width:
                 break
             row, t = divmod(j, vocab)
-            p = float(np.exp(logp[row, t]))
             if t != EOS:
                 src.append(row), tok.append(t), score.append(s)
             elif rank < width:
-                finished.append((s / (pos + 1) ** length_penalty, [*seqs[row].tolist(), EOS], [*probs[row].tolist(), p]))
+                finished.append((s / (pos + 1) ** length_penalty, [*seqs[row].tolist(), EOS],
+                                 [*probs[row].tolist(), float(np.exp(logp[row, t]))]))
         if len(finished) >= width or not src:
             break
         while len(src) < width:  # dead copies keep the rows' shape
