@@ -80,6 +80,13 @@ def test_one_split_folder_reads_as_that_split_of_its_root(ckpt, micro_data, tmp_
     assert [r["input"] for r in rows["split"]] == [f"train/{i}" for i in ids]
     root_train = [r for r in rows["root"] if r["input"].startswith("train/")]
     assert rows["split"] == root_train
+    broken = tmp_path / "broken" / "valid"
+    broken.mkdir(parents=True)
+    (broken / "state.json").write_text("{not json")
+    out = tmp_path / "broken.jsonl"
+    assert predict.main(["--ckpt", str(ckpt), str(broken), "--jsonl", str(out)]) == 1
+    refused = json.loads(out.read_text())
+    assert refused["input"] == str(broken) and "state.json" in refused["refused"]
 
 
 def test_batch_size_does_not_change_the_output(ckpt, micro_data, tmp_path):  # noqa: F811
