@@ -31,15 +31,18 @@ sys.path.insert(0, str(ROOT))
 FONTSETS = ("cm", "stix", "stixsans", "dejavuserif", "dejavusans")
 
 
+def compact(label: str) -> str:
+    """The label written compactly (`F_{\\mu}`, not im2markup's `F _ { \\mu }`): mathtext reads a
+    script after a space as text. ValueError (LatexError) when it does not lex."""
+    from tokenizer.lexer import detokenize, tokenize
+
+    return detokenize(tokenize(label))
+
+
 def mathtext_png(latex: str, fontset: str, dpi: int, size: float = 12.0) -> bytes:
-    """One formula drawn by mathtext, cropped to its ink plus a small margin; ValueError if it cannot.
-    The label is written compactly first (`F_{\\mu}`, not im2markup's `F _ { \\mu }`): mathtext
-    reads a script after a space as text."""
+    """One compact formula (`compact`) drawn by mathtext, cropped to its ink plus a small margin;
+    ValueError if it cannot."""
     import matplotlib
-
-    from tokenizer.lexer import tokenize, detokenize
-
-    latex = detokenize(tokenize(latex))
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -137,7 +140,8 @@ def draw(images: Path, img: Path, variants: list, splits: dict, limit: int) -> i
     t0 = time.time()
     for name, label in rows:
         try:
-            drawn[name] = {v: mathtext_png(label, *v) for v in variants}
+            latex = compact(label)
+            drawn[name] = {v: mathtext_png(latex, *v) for v in variants}
         except ValueError as exc:
             refused[name] = str(exc)[:200]
     kept = [(n, lab) for n, lab in rows if n in drawn]

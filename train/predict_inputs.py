@@ -117,6 +117,11 @@ def _is_split(path: Path) -> bool:
     return path.is_dir() and (path / STATE_FILE).is_file() and not (path / DICT_FILE).is_file()
 
 
+def _is_shards(path: Path) -> bool:
+    """A shard root (dataset_dict.json) or one of its split folders: read as rows, not as files."""
+    return path.is_dir() and ((path / DICT_FILE).is_file() or _is_split(path))
+
+
 def _split_dirs(path: Path) -> list[tuple[str, Path]]:
     """(split name, folder) for a shard root (every split it lists) or for one split folder."""
     if _is_split(path):
@@ -152,7 +157,7 @@ def _shards(root: Path, render: RenderSpec, binarize: bool) -> Iterator[Input]:
 def iter_inputs(paths: list[Path], render: RenderSpec, binarize: bool = False) -> Iterator[Input]:
     """Every input of every PATH, in order."""
     for path in paths:
-        if path.is_dir() and ((path / DICT_FILE).is_file() or _is_split(path)):
+        if _is_shards(path):
             yield from _shards(path, render, binarize)
         elif path.is_dir():
             yield from _folder(path, render, binarize)
@@ -167,7 +172,7 @@ def count_inputs(paths: list[Path]) -> int | None:
     have to be read twice)."""
     total = 0
     for path in paths:
-        if path.is_dir() and ((path / DICT_FILE).is_file() or _is_split(path)):
+        if _is_shards(path):
             try:
                 total += sum(load_split(folder).num_rows for _, folder in _split_dirs(path))
             except ShardError:

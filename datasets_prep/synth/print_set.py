@@ -4,8 +4,8 @@
 so `python -m datasets_prep.images --src folder --input <out>` reads it back into shards (the split is
 the folder's name). Images come from the layout engine (`renderer="layout"`, printed.py) or from TeX
 (`renderer="tex"`, tex.py; in one math font or, with several `fonts`, in the font drawn for each
-image from (seed, its index): `font_of`). Label i of the corpus becomes image `<i:07d>.png` (0-based, in corpus
-order), so a run is deterministic and a name says which label it drew. A label that cannot be drawn
+image from (seed, its index): `font_of`). Label i of the corpus becomes image `<i:07d>.png` (0-based,
+in corpus order), so a run is deterministic and a name says which label it drew. A label that cannot be drawn
 is skipped, counted by reason and listed in `<split>/print_summary.json` (JSON, not JSONL: the
 folder source reads `*.jsonl` as label files); the run goes on.
 The label written is the corpus label with whitespace collapsed (im2markup's normalized spacing is
@@ -118,7 +118,8 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
         bar.close()
     atomic_write(folder / LABELS, "".join(rows))
     summary = {"written": len(rows), "skipped": skipped, "reasons": dict(reasons.most_common()), "out": str(folder),
-               "split": split, "renderer": renderer, "drawn_by": dict(drawn_by), "tex_fonts": dict(sorted(tex_fonts.items())), "layout_fallback": fallback,
+               "split": split, "renderer": renderer, "drawn_by": dict(drawn_by),
+               "tex_fonts": dict(sorted(tex_fonts.items())), "layout_fallback": fallback,
                "tex_available": use_tex, "bytes": nbytes, "seconds": round(seconds, 3),
                "formulas_per_s": round(len(labels) / seconds, 1) if seconds > 0 else None,
                "cpu_seconds": round(cpu, 3),  # this process only (TeX runs in children); steadier on a busy machine
