@@ -4,9 +4,9 @@ Latency: batch 1, one thread each (torch.set_num_threads and ONNX Runtime's intr
 three backends run on the same image one after another (so a busy machine slows all three alike),
 p50/p95 over --n test images, for each decoder asked (GryphOne remask T=1 and T=10; a token recognizer
 greedy, and beam at each --beams width where its export has beam).
-Throughput: images/s over the same images at batch 1, 8, 32 (remask T=10; greedy). Accuracy: exact
-match of each backend's outputs against the references (remask T=10; every token decoder), and how
-many outputs equal PyTorch's.
+Throughput: images/s over the same images at batch 1, 8, 32 (remask T=10; greedy). Accuracy: ExpRate
+(train.eval's: lexed tokens equal, spacing ignored) of each backend's outputs against the references
+(remask T=10; every token decoder), and how many outputs equal PyTorch's.
 
     python benchmarks/bench_onnx.py --ckpt runs/demo/ckpt.pt --data runs/demo/shards --split test --n 100
     python benchmarks/bench_onnx.py --ckpt runs/demo/pretrain/ckpt.pt --data runs/demo/shards --split test  # AR
@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model import DecodeSpec, load  # noqa: E402
 from model.onnx_export import export_onnx  # noqa: E402
 from model.onnx_runtime import read_export  # noqa: E402
+from tokenizer.metrics import score  # noqa: E402
 from train.data import ShardDataset, collate, load_split_data  # noqa: E402
 
 
@@ -72,7 +73,7 @@ def throughput(backends: dict, images: torch.Tensor, spec: DecodeSpec, batches=(
 def accuracy(backends: dict, images: torch.Tensor, refs: list[str], spec: DecodeSpec) -> dict:
     hyps = {name: rec.recognize(images, spec) for name, rec in backends.items()}
     base = hyps["pytorch"]
-    return {name: {"exprate": round(100 * sum(h == r for h, r in zip(hs, refs)) / len(refs), 2),
+    return {name: {"exprate": round(100 * score(refs, hs)["em"], 2),
                    "same_as_pytorch": sum(a == b for a, b in zip(hs, base)), "n": len(refs)}
             for name, hs in hyps.items()}
 
