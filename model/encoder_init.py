@@ -220,7 +220,7 @@ def init_encoder(encoder: ViTEncoder, path: str | Path) -> dict:
                  if k in params and params[k].shape != v.shape]
     if bad_shape:
         raise EncoderInitError(f"{path}: {len(bad_shape)} weights do not fit this encoder, e.g. "
-                               f"{'; '.join(bad_shape[:3])} (check enc_dim, enc_depth, patch, conv_stem, stem_blocks)")
+                               f"{'; '.join(bad_shape[:3])} (check enc_dim, enc_depth, patch, patch_w, conv_stem, stem_blocks)")
     unused += [k for k in weights if k not in params]
     if kind == "gryphone" and unused:
         raise EncoderInitError(f"{path}: its encoder has {len(unused)} weights this one lacks, e.g. {unused[:3]}"

@@ -85,6 +85,9 @@ def validate_config(cfg: RecognizerConfig) -> None:
         if hasattr(cfg, dim) and hasattr(cfg, heads) and getattr(cfg, dim) % getattr(cfg, heads):
             raise RecognizerConfigError(f"model.{dim}={getattr(cfg, dim)} is not a multiple of "
                                         f"model.{heads}={getattr(cfg, heads)}")
+    patch_w = getattr(cfg, "patch_w", 0)
+    if not isinstance(patch_w, int) or isinstance(patch_w, bool) or patch_w < 0:
+        raise RecognizerConfigError(f"model.patch_w must be 0 (square patches) or a positive integer, got {patch_w!r}")
     if not 0 <= cfg.dropout < 1:
         raise RecognizerConfigError(f"model.dropout must be in [0, 1), got {cfg.dropout!r}")
 

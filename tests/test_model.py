@@ -428,6 +428,42 @@ def test_residual_stem_keeps_the_grid_and_adds_units_after_the_first_stage():
     assert torch.allclose(unit(h), torch.relu(h))
 
 
+@pytest.mark.parametrize("conv_stem", [False, True])
+def test_wide_patches_give_more_columns_than_rows(conv_stem):
+    """patch 16, patch_w 8 on 32x64: a 2x8 grid; the conv stem's last stride halves the rows alone."""
+    enc = ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=conv_stem, patch_w=8)
+    assert enc.grid == (2, 8)
+    assert enc(torch.rand(2, 1, 32, 64)).shape == (2, 16, 32)
+    if conv_stem:
+        strides = [m.stride for m in enc.patch_embed.net if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (3, 3)]
+        assert strides == [(2, 2), (2, 2), (2, 2), (2, 1)]
+    from model.encoder import ViTConfig, vit_flops
+    assert vit_flops(ViTConfig(patch=16, patch_w=8, enc_dim=32, enc_depth=1), (32, 64))[1] == 16
+
+
+def test_square_patches_are_unchanged_by_patch_w_zero():
+    """patch_w=0 and patch_w=patch build the same modules as before the option (old checkpoints load)."""
+    torch.manual_seed(0)
+    a = ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=True, stem_blocks=1)
+    b = ViTEncoder((32, 64), 16, 32, 1, 2, conv_stem=True, stem_blocks=1, patch_w=16)
+    assert {k: v.shape for k, v in a.state_dict().items()} == {k: v.shape for k, v in b.state_dict().items()}
+    b.load_state_dict(a.state_dict())
+    a.eval(), b.eval()
+    x = torch.rand(1, 1, 32, 64)
+    assert torch.equal(a(x), b(x))
+
+
+def test_impossible_patch_shapes_are_refused():
+    from model.errors import RecognizerConfigError
+    from model.registry import validate_config
+    with pytest.raises(ValueError, match="16x8"):
+        ViTEncoder((32, 60), 16, 32, 1, 2, patch_w=8)           # 60 columns are not a multiple of 8
+    with pytest.raises(ValueError, match="power-of-two"):
+        ViTEncoder((32, 48), 16, 32, 1, 2, conv_stem=True, patch_w=12)
+    with pytest.raises(RecognizerConfigError, match="patch_w"):
+        validate_config(tiny_cfg(patch_w=-1))
+
+
 def test_stem_blocks_without_a_conv_stem_or_negative_is_refused():
     with pytest.raises(ValueError, match="conv_stem"):
         ViTEncoder((32, 64), 16, 32, 1, 2, stem_blocks=1)

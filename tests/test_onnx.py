@@ -135,6 +135,7 @@ def test_bad_export_folders_are_refused_by_name(runs, tmp_path):
 
 @pytest.mark.parametrize("kind, options", [
     ("ar", {}),
+    ("ar", {"patch_w": 8, "conv_stem": True}),     # wide patches: a 2x16 grid
     ("posformer", {"encoder": "vit", "attn_correction": "iac"}),
     ("posformer", {"encoder": "densenet", "attn_correction": "arm", "growth_rate": 4, "dense_layers": 2}),
     ("hvt", {"res_channels": (8, 8, 16, 16), "enc_dim": 32, "emb_dim": 16, "attn_dim": 16}),

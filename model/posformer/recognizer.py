@@ -213,7 +213,7 @@ class PosFormer(Recognizer):
     @classmethod
     def inert_keys(cls, cfg: "PosFormerConfig") -> dict[str, str]:
         """The encoder that is not chosen has keys too: the ViT's with the DenseNet and the other way."""
-        vit = ("patch", "enc_dim", "enc_depth", "enc_heads", "conv_stem", "stem_blocks", "encoder_init")
+        vit = ("patch", "patch_w", "enc_dim", "enc_depth", "enc_heads", "conv_stem", "stem_blocks", "encoder_init")
         dense = ("growth_rate", "dense_layers", "dense_dropout")
         unused, used = (vit, dense) if cfg.encoder == "densenet" else (dense, vit)
         why = f"with model.encoder={cfg.encoder} (its keys: {', '.join(used)})"
