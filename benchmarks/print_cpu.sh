@@ -11,13 +11,14 @@
 # LATEX_DIR holds im2latex100k_val_norm.txt, crohme2014_train_captions.txt, hme100k_test.tsv.
 # WORK_DIR (default .) gets printed-corpus/, printed/, shards/printed-64x512 and runs/print-cpu-KIND.
 # SMOKE=1 draws 300 formulas and trains each KIND for a few seconds (checks the script).
-# FONTS=cm,times,palatino typesets each train and valid image in one of those TeX fonts (drawn per image)
-# and adds test_times / test_palatino (the test formulas in each other font); default cm alone.
+# FONTS: the TeX fonts each train and valid image is typeset in, one drawn per image (default
+# cm,times,palatino, as the shipped print-ar was trained; FONTS=cm for Computer Modern alone); each font
+# but cm adds a test split (test_times, test_palatino: the test formulas in that font).
 set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
-r=${RENDERER:-auto}; fonts=${FONTS:-cm}
+r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
