@@ -22,6 +22,7 @@ RECOGNIZERS: dict[str, type[Recognizer]] = {
 }
 
 POSITIVE = ("patch", "enc_dim", "enc_depth", "enc_heads", "dec_dim", "dec_depth", "dec_heads", "max_len")
+NON_NEGATIVE = ("patch_w",)  # 0 means "as the other setting" (patch_w 0: square patches)
 
 
 def recognizer_class(kind: str) -> type[Recognizer]:
@@ -77,17 +78,15 @@ def switch_kind(cfg: RecognizerConfig, kind: str) -> RecognizerConfig:
 
 
 def validate_config(cfg: RecognizerConfig) -> None:
-    for name in POSITIVE:
-        value = getattr(cfg, name, 1)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise RecognizerConfigError(f"model.{name} must be a positive integer, got {value!r}")
+    for names, least, what in ((POSITIVE, 1, "a positive integer"), (NON_NEGATIVE, 0, "an integer >= 0")):
+        for name in names:
+            value = getattr(cfg, name, least)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise RecognizerConfigError(f"model.{name} must be {what}, got {value!r}")
     for dim, heads in (("enc_dim", "enc_heads"), ("dec_dim", "dec_heads")):
         if hasattr(cfg, dim) and hasattr(cfg, heads) and getattr(cfg, dim) % getattr(cfg, heads):
             raise RecognizerConfigError(f"model.{dim}={getattr(cfg, dim)} is not a multiple of "
                                         f"model.{heads}={getattr(cfg, heads)}")
-    patch_w = getattr(cfg, "patch_w", 0)
-    if not isinstance(patch_w, int) or isinstance(patch_w, bool) or patch_w < 0:
-        raise RecognizerConfigError(f"model.patch_w must be 0 (square patches) or a positive integer, got {patch_w!r}")
     if not 0 <= cfg.dropout < 1:
         raise RecognizerConfigError(f"model.dropout must be in [0, 1), got {cfg.dropout!r}")
 
