@@ -52,6 +52,16 @@ def test_table_picture_and_named_lines(tmp_path, capsys):
     assert table([], "em").count("\n") == 1
 
 
+def test_steps_on_the_x_axis(tmp_path, capsys):
+    """Variants beside different neighbours are read at equal steps: same points, keyed by step."""
+    run = write_run(tmp_path / "r", [{"step": 1000, "elapsed_s": 600.0}, ev(1000, 0.5)],
+                    final={"step": 1000, "results": {"valid": {"metrics": {"greedy": {"markup_bleu4": 0.6}}}}})
+    assert main([f"HVT={run}", "--x", "steps"]) == 0
+    out = capsys.readouterr().out
+    assert "at training steps" in out and "| HVT | valid[:150] | 1000: 50.0 | 60.00 (10 min, step 1000) |" in out
+    assert "at training minutes" in table([read_curve(run, "markup_bleu4")], "markup_bleu4")
+
+
 def test_errors_name_the_folder_or_the_metric(tmp_path, capsys):
     assert main([str(tmp_path / "missing")]) == 1
     assert "missing: no metrics.jsonl" in capsys.readouterr().err

@@ -1,11 +1,13 @@
-"""`python -m train.compare RUN [RUN ...]`: several runs' quick evaluations against training minutes,
-as one picture and one table.
+"""`python -m train.compare RUN [RUN ...]`: several runs' quick evaluations against training minutes
+(or steps), as one picture and one table.
 
 Why: recognizers are compared at a budget of minutes, not of steps (a step of HVT's LSTM costs three
 of the AR baseline's), and a run's metrics.jsonl counts steps. Each quick evaluation is placed at the
 minutes its step was reached (interpolated between the training rows' `elapsed_s`; a two-stage run's
 second stage starts where its first ended), the final evaluation (eval.json, on the same split, every
-sample) at the run's last minute. The table is Markdown, for BENCHMARKS.md.
+sample) at the run's last minute. Variants of one recognizer that ran beside different jobs are
+compared at equal steps instead (`--x steps`): their minutes measure the neighbours as much as the
+variant. The table is Markdown, for BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -90,18 +92,23 @@ def read_curve(run: Path, metric: str, name: str | None = None) -> Curve:
     return curve
 
 
-def table(curves: list[Curve], metric: str) -> str:
-    """Markdown: one row per run, the metric (percent) at each quick eval as `minutes: value`."""
-    lines = [f"| run | quick evals | {metric} (%) at training minutes | final (all of the split) |",
+AXES = {"minutes": (0, "training minutes"), "steps": (1, "training steps")}  # x -> (index in a point, label)
+
+
+def table(curves: list[Curve], metric: str, x: str = "minutes") -> str:
+    """Markdown: one row per run, the metric (percent) at each quick eval as `minutes: value` (or
+    `step: value`)."""
+    at, label = AXES[x]
+    lines = [f"| run | quick evals | {metric} (%) at {label} | final (all of the split) |",
              "| --- | --- | --- | ---: |"]
     for c in curves:
-        pts = ", ".join(f"{m:.0f}: {100 * v:.1f}" for m, _, v in c.points) or "—"
+        pts = ", ".join(f"{p[at]:.0f}: {100 * p[2]:.1f}" for p in c.points) or "—"
         final = f"{100 * c.final[2]:.2f} ({c.final[0]:.0f} min, step {c.final[1]})" if c.final else "—"
         lines.append(f"| {c.name} | {c.quick or c.split} | {pts} | {final} |")
     return "\n".join(lines)
 
 
-def plot(curves: list[Curve], metric: str, out_png: Path) -> Path | None:
+def plot(curves: list[Curve], metric: str, out_png: Path, x: str = "minutes") -> Path | None:
     """The curves on one axis (matplotlib, the `plots` extra), or None without it."""
     try:
         import matplotlib
@@ -110,15 +117,16 @@ def plot(curves: list[Curve], metric: str, out_png: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    at, label = AXES[x]
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for i, c in enumerate(curves):
         if c.points:
-            ax.plot([p[0] for p in c.points], [100 * p[2] for p in c.points], marker="o", ms=3, color=f"C{i}",
+            ax.plot([p[at] for p in c.points], [100 * p[2] for p in c.points], marker="o", ms=3, color=f"C{i}",
                     label=f"{c.name} (quick eval, {c.quick or c.split})")
         if c.final:
-            ax.plot([c.final[0]], [100 * c.final[2]], marker="*", ms=12, ls="", color=f"C{i}",
+            ax.plot([c.final[at]], [100 * c.final[2]], marker="*", ms=12, ls="", color=f"C{i}",
                     label=f"{c.name} (final, all of {c.split})")
-    ax.set_xlabel("training minutes")
+    ax.set_xlabel(label)
     ax.set_ylabel(f"{metric} (%)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, frameon=False, loc="upper left")
@@ -133,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", help="run folders (each with metrics.jsonl; NAME=FOLDER names its line)")
     ap.add_argument("--metric", default="markup_bleu4",
                     help="a quick-eval metric: markup_bleu4 (printed sets), em (ExpRate), cer ... (default markup_bleu4)")
+    ap.add_argument("--x", choices=sorted(AXES), default="minutes",
+                    help="place the evals at training minutes (default; recognizers at one budget) or steps "
+                         "(variants of one recognizer that ran beside different jobs)")
     ap.add_argument("--out", type=Path, default=None, help="write the picture here (PNG)")
     args = ap.parse_args(argv)
     curves = []
@@ -147,9 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no run recorded {args.metric!r} (the quick evals of a printed run record markup_bleu4; "
               "of a handwriting run, em and cer)", file=sys.stderr)
         return 1
-    print(table(curves, args.metric))
+    print(table(curves, args.metric, args.x))
     if args.out is not None:
-        written = plot(curves, args.metric, args.out)
+        written = plot(curves, args.metric, args.out, args.x)
         print(f"wrote {written}" if written else "no picture: matplotlib is not installed (pip install '.[plots]')")
     return 0
 
