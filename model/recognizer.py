@@ -100,6 +100,10 @@ class Recognizer(nn.Module):
         return {k: v[:, :width] if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[1] == full else v
                 for k, v in batch.items()}
 
+    train_parts: tuple[str, ...] = ()
+    """Submodules an eager training step calls many times with one shape (HVT's coverage attention,
+    once per LSTM step): compiled on their own where the whole loss is not (`compile_parts`,
+    train/compiled.py), which fuses their element-wise work; dotted names, as `get_submodule` reads."""
     static_parts: tuple[str, ...] = ("encoder",)
     """Submodules called with the same shapes at every decoding step once `static_decoding` is on
     (train/compiled.py compiles them)."""

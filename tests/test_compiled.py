@@ -109,3 +109,43 @@ def test_predict_with_compile_reads_what_predict_reads(micro_data, tmp_path):  #
                              "--jsonl", str(jsonl), *extra]) == 0
         outs.append([json.loads(line)["latex"] for line in jsonl.read_text().splitlines()])
     assert outs[0] == outs[1] and len(outs[0]) == len(inks)
+
+
+def test_compiled_parts_follow_the_eager_losses(micro_data, tmp_path, capsys):  # noqa: F811
+    """compile_parts compiles HVT's coverage attention alone: the eager step keeps its trimmed window
+    and its losses, to float rounding; the checkpoint keeps the parameter names."""
+    from model.checkpoint import load_checkpoint
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    common = ("max_steps=4", "log_every=1", "ckpt_every=0", "model.kind=hvt", "model.max_len=24")
+    train(micro_cfg(micro_data, tmp_path / "eager", *common))
+    capsys.readouterr()
+    train(micro_cfg(micro_data, tmp_path / "parts", *common, "compile_parts=true"))
+    assert "(compiled: decoder.attn)" in capsys.readouterr().out
+    eager, parts = _losses(tmp_path / "eager"), _losses(tmp_path / "parts")
+    assert sorted(parts) == [1, 2, 3, 4]
+    for step in eager:
+        assert parts[step] == pytest.approx(eager[step], rel=1e-4), step
+    names = lambda out: sorted(load_checkpoint(out / "ckpt.pt")["model"])  # noqa: E731
+    assert names(tmp_path / "parts") == names(tmp_path / "eager")
+
+
+def test_compile_parts_without_a_compiler_trains_eager_and_says_why(micro_data, tmp_path, capsys, monkeypatch):  # noqa: F811
+    import train.trainer as trainer
+
+    monkeypatch.setattr(trainer, "compiler_works", lambda: "InvalidCxxCompiler: no working C++ compiler found")
+    torch.set_num_threads(1)
+    trainer.train(micro_cfg(micro_data, tmp_path / "r", "max_steps=2", "log_every=1", "ckpt_every=0",
+                            "model.kind=hvt", "model.max_len=24", "compile_parts=true"))
+    out = capsys.readouterr().out
+    assert "compile_parts off: torch.compile cannot build here (InvalidCxxCompiler" in out
+    assert "(compiled:" not in out and sorted(_losses(tmp_path / "r")) == [1, 2]
+
+
+def test_compile_parts_leaves_recognizers_without_parts_alone(micro_data, tmp_path, capsys):  # noqa: F811
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    train(micro_cfg(micro_data, tmp_path / "r", "max_steps=1", "ckpt_every=0", "model.kind=ar", "compile_parts=true"))
+    assert "compiled" not in capsys.readouterr().out.split("world")[0]

@@ -2,7 +2,10 @@
 
 Training compiles the recognizer's whole loss (forward and backward): the trainer draws the step's
 random numbers outside it (`Recognizer.draws`), and batches have fixed shapes (every label padded to
-`max_len`, every image the canvas), so one graph serves every step. Decoding compiles the parts a
+`max_len`, every image the canvas), so one graph serves every step. Where the whole loss stays eager
+(the CPU default), `compile_parts` compiles only the submodules a step calls many times with one shape
+(`Recognizer.train_parts`: HVT's coverage attention, once per LSTM step); the eager step keeps its
+trimmed window and calls the same compiled graph at every position. Decoding compiles the parts a
 recognizer calls with the same shapes at every step (`Recognizer.static_parts`: GryphOne's encoder and
 its fixed-window decoder; the AR baseline's decoder on preallocated caches, `static_decoding`), in
 place, so the state dict keeps its names.
@@ -19,6 +22,24 @@ from model import Recognizer
 def compile_for_training(model: Recognizer, mode: str = "default") -> torch.nn.Module:
     """The compiled loss module the trainer calls (`module(images, batch)`); `model` keeps the weights."""
     return torch.compile(model, dynamic=False, mode=mode)
+
+
+def compiler_works() -> str:
+    """"" when torch.compile can build a CPU graph here, else why not (inductor needs a C++ compiler)."""
+    try:
+        torch.compile(lambda x: torch.tanh(x) + 1, dynamic=False)(torch.zeros(4))
+    except Exception as exc:  # noqa: BLE001 - any failure to build means: stay eager
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+    return ""
+
+
+def compile_train_parts(model: Recognizer, mode: str = "default") -> tuple[str, ...]:
+    """Compile `model.train_parts` in place (the state dict keeps its names); returns their names. Call
+    it after any copy of the model is made (an EMA copy stays eager). dynamic=None: a second shape (an
+    evaluation's batch) gets one shape-generic graph instead of a recompile per batch size."""
+    for name in model.train_parts:
+        model.get_submodule(name).compile(dynamic=None, mode=mode)
+    return tuple(model.train_parts)
 
 
 def add_compile_arg(ap: argparse.ArgumentParser, note: str = "") -> None:

@@ -40,7 +40,7 @@ from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
-from .compiled import compile_for_training
+from .compiled import compile_for_training, compile_train_parts, compiler_works
 from .config import TrainConfig, from_dict, to_dict
 from .data import ShardDataset, SplitData, collate, epoch_batches, label_lengths, load_split_data, read_labels
 from .rng import restore_rng, rng_state
@@ -270,6 +270,7 @@ class Trainer:
         if state is not None:
             self._restore(state)
         module = compile_for_training(self.model) if env.compile else self.model
+        self.compiled_parts = self._compile_parts() if not env.compile else ()
         if env.world > 1:
             module = torch.nn.parallel.DistributedDataParallel(
                 module, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -370,6 +371,17 @@ class Trainer:
         self.pos.batch_in_epoch += 1
         return {k: v.detach() for k, v in parts.items()}, lr, grad_norm
 
+    def _compile_parts(self) -> tuple[str, ...]:
+        """cfg.compile_parts: the recognizer's train_parts compiled (after the EMA copy, which stays
+        eager); a machine where torch.compile cannot build trains eager with a note saying why."""
+        if not (self.cfg.compile_parts and self.model.train_parts):
+            return ()
+        why_not = compiler_works()
+        if why_not:
+            log(f"[train] note: compile_parts off: torch.compile cannot build here ({why_not}); the step runs eager")
+            return ()
+        return compile_train_parts(self.model)
+
     def _update_ema(self, step: int) -> None:
         if self.ema is None:
             return
@@ -389,7 +401,8 @@ class Trainer:
         (self.out / "data_skipped.json").write_text(json.dumps({"counts": skipped,
                                                                 "examples": self.data.skipped_examples}, indent=1))
         log(f"[train] {cfg.model.kind} model, {count_params(model) / 1e6:.2f}M parameters, device {env.device}"
-            f"{' bf16' if env.bf16 else ''}{' compiled' if env.compile else ''}, world {env.world}")
+            f"{' bf16' if env.bf16 else ''}{' compiled' if env.compile else ''}"
+            f"{' (compiled: ' + ', '.join(self.compiled_parts) + ')' if self.compiled_parts else ''}, world {env.world}")
         extra = f" + {len(self.dataset) - len(self.data.rows)} from {', '.join(cfg.data.extra)}" if cfg.data.extra else ""
         log(f"[train] {len(self.data.rows)} training samples from {cfg.data.root}/{cfg.data.train_split}{extra}"
             f" (left out: {skipped or 'none'}); vocab {model.labels.size()}; canvas "

@@ -138,6 +138,7 @@ class HVT(Recognizer):
     config_class = HVTConfig
     label_kind = "token"
     trims_padding = True
+    train_parts = ("decoder.attn",)  # its [B, N, attn_dim] energy (adds, tanh) dominates an eager step
     samplers = ("greedy", "beam")
     default_sampler = "greedy"
     title = "HVT"
