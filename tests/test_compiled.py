@@ -149,3 +149,20 @@ def test_compile_parts_leaves_recognizers_without_parts_alone(micro_data, tmp_pa
     torch.set_num_threads(1)
     train(micro_cfg(micro_data, tmp_path / "r", "max_steps=1", "ckpt_every=0", "model.kind=ar", "compile_parts=true"))
     assert "compiled" not in capsys.readouterr().out.split("world")[0]
+
+
+def test_compile_on_a_recognizer_with_parts_compiles_the_parts_and_keeps_the_trim(micro_data, tmp_path, capsys):  # noqa: F811
+    """compile=true (the CUDA default) on HVT: its parts, not one graph of an unrolled LSTM loop; the
+    step still trims its window."""
+    from train.trainer import Env, Trainer
+
+    torch.set_num_threads(1)
+    cfg = micro_cfg(micro_data, tmp_path / "r", "max_steps=1", "ckpt_every=0", "model.kind=hvt", "model.max_len=24",
+                    "compile=true")
+    trainer = Trainer(cfg, Env(torch.device("cpu"), compile=True), None, lambda m, step: {})
+    assert trainer.compiled_parts == ("decoder.attn",) and not trainer.whole_compiled
+    assert trainer.module is trainer.model
+    batch = next(iter(trainer._loader(torch.Generator().manual_seed(0))))
+    trimmed = trainer.model.trim_padding({"tokens": batch["tokens"]})["tokens"].shape[1]
+    assert trimmed < batch["tokens"].shape[1]
+    trainer.train_step(batch)

@@ -145,7 +145,7 @@ class TrainConfig:
     ckpt_every: int = 500
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
-    compile_parts: bool = False          # eager steps: compile the recognizer's train_parts (HVT's attention)
+    compile_parts: bool = False          # compile the recognizer's train_parts (HVT's attention) even where compile is off
     bf16: bool | None = None             # None: on for CUDA, off on CPU
     threads: int = 0                     # torch CPU threads; 0 = torch default
     ddp_check: bool = False              # each rank writes a digest of its parameters at the end (tests)

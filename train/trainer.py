@@ -269,8 +269,11 @@ class Trainer:
         self.pos = Position()
         if state is not None:
             self._restore(state)
-        module = compile_for_training(self.model) if env.compile else self.model
-        self.compiled_parts = self._compile_parts() if not env.compile else ()
+        # compile: the whole loss as one graph, or, for a recognizer that names train_parts (a loss with a
+        # Python loop over label columns), those parts alone; compile_parts asks for the parts on its own
+        self.whole_compiled = env.compile and not self.model.train_parts
+        module = compile_for_training(self.model) if self.whole_compiled else self.model
+        self.compiled_parts = self._compile_parts() if not self.whole_compiled else ()
         if env.world > 1:
             module = torch.nn.parallel.DistributedDataParallel(
                 module, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -351,7 +354,7 @@ class Trainer:
             group["lr"] = lr
         images = batch["image"].to(env.device, non_blocking=True)
         tensors = {k: v.to(env.device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        if not env.compile:  # eager: no PAD columns past the longest label (a compiled step keeps one shape)
+        if not self.whole_compiled:  # no PAD columns past the longest label (a whole compiled loss keeps one shape)
             tensors = self.model.trim_padding(tensors)
         tensors.update(self.model.step_inputs(step))
         gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_003 + step * 131 + env.rank)
@@ -372,9 +375,9 @@ class Trainer:
         return {k: v.detach() for k, v in parts.items()}, lr, grad_norm
 
     def _compile_parts(self) -> tuple[str, ...]:
-        """cfg.compile_parts: the recognizer's train_parts compiled (after the EMA copy, which stays
-        eager); a machine where torch.compile cannot build trains eager with a note saying why."""
-        if not (self.cfg.compile_parts and self.model.train_parts):
+        """The recognizer's train_parts compiled (after the EMA copy, which stays eager) when `compile` or
+        `compile_parts` asks; a machine where torch.compile cannot build trains eager with a note saying why."""
+        if not ((self.cfg.compile_parts or self.env.compile) and self.model.train_parts):
             return ()
         why_not = compiler_works()
         if why_not:
@@ -401,7 +404,7 @@ class Trainer:
         (self.out / "data_skipped.json").write_text(json.dumps({"counts": skipped,
                                                                 "examples": self.data.skipped_examples}, indent=1))
         log(f"[train] {cfg.model.kind} model, {count_params(model) / 1e6:.2f}M parameters, device {env.device}"
-            f"{' bf16' if env.bf16 else ''}{' compiled' if env.compile else ''}"
+            f"{' bf16' if env.bf16 else ''}{' compiled' if self.whole_compiled else ''}"
             f"{' (compiled: ' + ', '.join(self.compiled_parts) + ')' if self.compiled_parts else ''}, world {env.world}")
         extra = f" + {len(self.dataset) - len(self.data.rows)} from {', '.join(cfg.data.extra)}" if cfg.data.extra else ""
         log(f"[train] {len(self.data.rows)} training samples from {cfg.data.root}/{cfg.data.train_split}{extra}"
