@@ -25,7 +25,7 @@ def compile_for_training(model: Recognizer, mode: str = "default") -> torch.nn.M
 
 
 def compiler_works() -> str:
-    """"" when torch.compile can build a CPU graph here, else why not (inductor needs a C++ compiler)."""
+    """Empty when torch.compile can build a CPU graph here, else why not (inductor needs a C++ compiler)."""
     try:
         torch.compile(lambda x: torch.tanh(x) + 1, dynamic=False)(torch.zeros(4))
     except Exception as exc:  # noqa: BLE001 - any failure to build means: stay eager
