@@ -10,6 +10,8 @@ through this interface:
 - `draws(batch, generator)`: the step's random numbers as tensors, drawn before the step so the
   loss compiles into one graph (the masks of GryphOne's forward process; none for the others),
 - `step_inputs(step)`: per-step extras the loss reads from the batch (a ramp, say),
+- `train_parts`: submodules a training step calls many times with one shape, compiled on their own
+  where a loss with a Python loop over label columns would not make one graph worth having (HVT),
 - `recognize(images, spec)`: images -> LaTeX strings (every one parses unless `spec.valid` is off),
   and with `confidences=[]` one confidence per image (model/confidence.py; None where a recognizer
   gives none),
