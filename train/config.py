@@ -191,13 +191,15 @@ def _crohme_cpu() -> TrainConfig:
     decoder, the reader kept as an auxiliary loss); brace-normalized labels; the RMML KL ramped in
     over 1,000 steps; 10,000 real-hand synthetic expressions drawn with a glyph bank cut from the
     training inks (the AR baseline 13.4% -> 19.6% on test2014 with them, side by side). On both cores
-    this preset reads test2014 16.1% / test2016 14.4% (mask-predict T=10) in 97 minutes (BENCHMARKS.md)."""
+    this preset reads test2014 16.1% / test2016 14.4% (mask-predict T=10) in 97 minutes (BENCHMARKS.md).
+    `compile_parts`: with model.kind=hvt its coverage attention is compiled (1.13x per step, same losses);
+    the other recognizers have no such parts."""
     m = GryphOneConfig(patch=16, enc_dim=96, enc_depth=4, enc_heads=4, conv_stem=True,
                     stem_blocks=1, dec_dim=96, dec_depth=2, dec_heads=4, dropout=0.1, max_len=64,
                     loss=LossConfig(T=10, kl_warmup_steps=1000), aux_reader_weight=1.0)
     return TrainConfig(name="crohme-cpu", out="runs/crohme-cpu", model=m,
                        pretrain=PretrainConfig(max_minutes=45, max_len=100, init_decoder=True), batch_size=16,
-                       max_minutes=50, ckpt_every=250, synth=SynthConfig(count=10000),
+                       max_minutes=50, ckpt_every=250, synth=SynthConfig(count=10000), compile_parts=True,
                        eval=EvalConfig(every=1000, limit=150, splits=("test2014", "test2016"), T=(1, 10), seeds=3),
                        optim=OptimConfig(lr=1e-3, weight_decay=1e-2, warmup_steps=300, schedule="cosine", ema=0.999),
                        data=DataConfig(root="shards/crohme-96x384", workers=1, normalize_labels=True))
@@ -276,6 +278,7 @@ def _hvt_paper() -> TrainConfig:
     paper gives no optimizer settings: AdamW 3e-4 with warm-up and cosine decay, batch 32, 30 epochs."""
     m = HVTConfig(max_len=200, **HVT_PAPER)
     return TrainConfig(name="hvt-paper", out="runs/hvt-paper", model=m, batch_size=32, epochs=30, ckpt_every=2000,
+                       compile_parts=True,
                        eval=EvalConfig(splits=("valid", "test"), beams=(1, 5)),
                        optim=OptimConfig(lr=3e-4, warmup_steps=1000, schedule="cosine"),
                        data=DataConfig(root="shards/im2latex", workers=6))
