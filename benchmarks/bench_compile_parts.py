@@ -15,7 +15,6 @@ losses.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import json
 import statistics
@@ -28,46 +27,32 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 from train.compiled import compile_train_parts, compiler_works  # noqa: E402
 from train.config import apply_overrides, preset  # noqa: E402
-from train.trainer import Env, make_optimizer, prepare  # noqa: E402
+from train.demo_data import prepare_demo_data  # noqa: E402
+from train.trainer import Env, prepare  # noqa: E402
+
+from bench_compile import Stepper as PlainStepper  # noqa: E402
 
 VARIANTS = ("eager", "compiled parts", "eager bf16", "compiled parts bf16")
 SMOKE = ["model.res_channels=8,8,8,8", "model.enc_dim=16", "model.enc_depth=1", "model.enc_heads=2",
          "model.dec_dim=16", "model.emb_dim=16", "model.attn_dim=16", "model.cov_channels=4", "model.max_len=24"]
 
 
-def micro_shards(root: Path) -> Path:
-    """Eight synthetic inks as 64x256 shards (split train): --smoke's data, made by the project itself."""
-    from datasets_prep.inkml import convert
-    from datasets_prep.synth import generate
-
-    labels = ["x^{2}+1", "\\frac{a}{b}", "\\sqrt{y}-3", "z_{i}=0", "a+b", "\\alpha", "2x", "y^{n}"]
-    generate(0, root / "ink", labels=labels, seed=3, fmt="mathwriting", split="train")
-    convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(64, 256), workers=1, progress=False)
-    return root / "shards"
-
-
-class Stepper:
-    """One copy of the recognizer with its optimizer, stepping as the trainer's eager step does."""
+class Stepper(PlainStepper):
+    """bench_compile's eager step (the trainer's), on the window trimmed as the trainer's eager step
+    trims it, with the recognizer's train_parts compiled for `parts`."""
 
     def __init__(self, model, cfg, parts: bool, bf16: bool):
-        self.model, self.cfg, self.bf16 = model, cfg, bf16
-        self.opt = make_optimizer(cfg, model, torch.device("cpu"))
+        super().__init__(model, cfg, compiled=False, bf16=bf16)
         if parts:
             compile_train_parts(model)
 
-    def step(self, images: torch.Tensor, tokens: torch.Tensor, seed: int) -> tuple[float, int]:
-        m = self.model.train()
-        batch = m.trim_padding({"tokens": tokens})
-        with torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext():
-            loss = m.loss(images, batch, torch.Generator().manual_seed(seed))["loss"]
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), self.cfg.optim.grad_clip)
-        self.opt.step()
-        return float(loss.detach()), batch["tokens"].shape[1]
+    def step(self, images: torch.Tensor, tokens: torch.Tensor) -> tuple[float, int]:
+        batch = self.model.trim_padding({"tokens": tokens})
+        return super().step(images, batch), batch["tokens"].shape[1]
 
 
 def bench(cfg, blocks: int, steps: int) -> dict:
@@ -85,14 +70,14 @@ def bench(cfg, blocks: int, steps: int) -> dict:
         if isinstance(mod, torch.nn.Dropout):
             mod.p = 0.0
     pair = [Stepper(copy.deepcopy(quiet), cfg, parts=p, bf16=False) for p in (False, True)]
-    losses = [[s.step(images, batches[i], i)[0] for i in range(4)] for s in pair]
+    losses = [[s.step(images, batches[i])[0] for i in range(4)] for s in pair]
     parity = max(abs(a - c) / max(abs(a), 1e-12) for a, c in zip(*losses))
 
     steppers = {v: Stepper(copy.deepcopy(model), cfg, parts="parts" in v, bf16="bf16" in v) for v in VARIANTS}
     t0 = time.perf_counter()
     for i in range(3):  # compilation and first touch, not timed
         for s in steppers.values():
-            s.step(images, batches[i], i)
+            s.step(images, batches[i])
     warmup = time.perf_counter() - t0
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     windows: list[int] = []
@@ -101,7 +86,7 @@ def bench(cfg, blocks: int, steps: int) -> dict:
         for v, s in steppers.items():
             for j in range(steps):
                 t = time.perf_counter()
-                _, w = s.step(images, batches[k + j], k + j)
+                _, w = s.step(images, batches[k + j])
                 times[v].append(time.perf_counter() - t)
                 windows.append(w)
         k += steps
@@ -137,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.data is None:
             if not args.smoke:
                 ap.error("--data is required (or --smoke)")
-            args.data = micro_shards(Path(tmp))
+            args.data = prepare_demo_data(Path(tmp), splits={"train": (8, 1)}, log=lambda msg: None)
         cfg = apply_overrides(preset(args.config), overrides + [f"data.root={args.data}"])
         r = bench(cfg, args.blocks, args.steps)
     print(f"{r['kind']}, batch {r['batch']}, canvas {r['canvas'][0]}x{r['canvas'][1]}, mean window "

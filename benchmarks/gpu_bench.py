@@ -43,7 +43,7 @@ from model.registry import recognizer_class  # noqa: E402
 from model.posformer.token_forest import IGNORE, RELATIONS  # noqa: E402
 from tokenizer.label_spec import LabelSpec  # noqa: E402
 from tokenizer.vocab import SATVocab, TokenVocab  # noqa: E402
-from train.compiled import compile_train_parts  # noqa: E402
+from train.compiled import compile_for_training  # noqa: E402
 from train.config import TrainConfig, preset  # noqa: E402
 from train.trainer import PEAK_BF16_FLOPS, make_optimizer  # noqa: E402
 
@@ -196,11 +196,7 @@ def train_throughput(tcfg: TrainConfig, model: Recognizer, batch: int, steps: in
     images and labels, with the preset's optimizer; the first steps (warm-up, compilation) not counted."""
     model = model.to(device)
     opt = make_optimizer(tcfg, model, device)
-    module = model
-    if compile_ and model.train_parts:  # as the trainer compiles it: the parts its label-column loop calls
-        compile_train_parts(model)
-    elif compile_:
-        module = torch.compile(model)
+    module = compile_for_training(model) if compile_ else model  # HVT: its train_parts, as the trainer does
     images = torch.rand(batch, 1, *model.render.size, device=device)
     targets = random_targets(model, batch, label_len, device)
     if device.type == "cuda":

@@ -20,7 +20,12 @@ from model import Recognizer
 
 
 def compile_for_training(model: Recognizer, mode: str = "default") -> torch.nn.Module:
-    """The compiled loss module the trainer calls (`module(images, batch)`); `model` keeps the weights."""
+    """The compiled loss module the trainer calls (`module(images, batch)`); `model` keeps the weights.
+    A recognizer that names `train_parts` (a loss with a Python loop over label columns) gets those
+    parts compiled in place and is returned itself, so its step keeps the trimmed window."""
+    if model.train_parts:
+        compile_train_parts(model, mode)
+        return model
     return torch.compile(model, dynamic=False, mode=mode)
 
 

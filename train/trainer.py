@@ -40,7 +40,7 @@ from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
-from .compiled import compile_for_training, compile_train_parts, compiler_works
+from .compiled import compile_for_training, compiler_works
 from .config import TrainConfig, from_dict, to_dict
 from .data import ShardDataset, SplitData, collate, epoch_batches, label_lengths, load_split_data, read_labels
 from .rng import restore_rng, rng_state
@@ -269,11 +269,8 @@ class Trainer:
         self.pos = Position()
         if state is not None:
             self._restore(state)
-        # compile: the whole loss as one graph, or, for a recognizer that names train_parts (a loss with a
-        # Python loop over label columns), those parts alone; compile_parts asks for the parts on its own
-        self.whole_compiled = env.compile and not self.model.train_parts
-        module = compile_for_training(self.model) if self.whole_compiled else self.model
-        self.compiled_parts = self._compile_parts() if not self.whole_compiled else ()
+        module, self.compiled_parts = self._compiled() if env.compile or cfg.compile_parts else (self.model, ())
+        self.whole_compiled = module is not self.model  # one graph of the whole loss: one window for every step
         if env.world > 1:
             module = torch.nn.parallel.DistributedDataParallel(
                 module, device_ids=[env.device.index] if env.device.type == "cuda" else None)
@@ -374,16 +371,18 @@ class Trainer:
         self.pos.batch_in_epoch += 1
         return {k: v.detach() for k, v in parts.items()}, lr, grad_norm
 
-    def _compile_parts(self) -> tuple[str, ...]:
-        """The recognizer's train_parts compiled (after the EMA copy, which stays eager) when `compile` or
-        `compile_parts` asks; a machine where torch.compile cannot build trains eager with a note saying why."""
-        if not ((self.cfg.compile_parts or self.env.compile) and self.model.train_parts):
-            return ()
+    def _compiled(self) -> tuple[torch.nn.Module, tuple[str, ...]]:
+        """(the module the step calls, the parts compiled in place), after the EMA copy, which stays eager.
+        compile_parts alone touches only a recognizer with train_parts; where torch.compile cannot build
+        those, the run says why and trains eager."""
+        parts = self.model.train_parts
+        if not parts:
+            return (compile_for_training(self.model), ()) if self.env.compile else (self.model, ())
         why_not = compiler_works()
         if why_not:
             log(f"[train] note: compile_parts off: torch.compile cannot build here ({why_not}); the step runs eager")
-            return ()
-        return compile_train_parts(self.model)
+            return self.model, ()
+        return compile_for_training(self.model), parts
 
     def _update_ema(self, step: int) -> None:
         if self.ema is None:
