@@ -10,6 +10,7 @@ machine slows them alike; a dropout-free pair checks that eager and compiled par
 losses.
 
     python benchmarks/bench_compile_parts.py --data shards/printed-64x512 --threads 1
+    python benchmarks/bench_compile_parts.py --data shards/printed-64x512 --threads 2 --batch 32
     python benchmarks/bench_compile_parts.py --smoke      # the code paths only, tiny sizes
 """
 from __future__ import annotations
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=4, help="timed steps per block and variant")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=0, help="images per step (default: the preset's batch_size)")
     ap.add_argument("--smoke", action="store_true", help="tiny model, 1 block of 1 step (checks the code paths)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -118,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         overrides += SMOKE + ["batch_size=4"]
         args.blocks, args.steps = 1, 1
+    if args.batch:
+        overrides.append(f"batch_size={args.batch}")
     with tempfile.TemporaryDirectory() as tmp:
         if args.data is None:
             if not args.smoke:

@@ -14,17 +14,25 @@
 # FONTS: the TeX fonts each train and valid image is typeset in, one drawn per image (default
 # cm,times,palatino, as the shipped print-ar was trained; FONTS=cm for Computer Modern alone); each font
 # but cm adds a test split (test_times, test_palatino: the test formulas in that font).
+# REPEAT=k (default 0): draw the main corpus's own training formulas (printed-corpus/train_main.txt,
+# the IM2LATEX ones, which valid and test resemble) k more times, each copy with its own seed, so its
+# own fonts, sizes and degradations (splits train_main1..k), and train on them beside train
+# (data.extra). Why: the captions that join train are four in five of its formulas and far shorter.
 set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
-r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}
+r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-0}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
   python -m datasets_prep.synth --style print --renderer "$r" --vary --fonts "$fonts" --labels "$corpus/train.txt" \
       --split train --out "$img" --quiet "${count[@]}" || true
+  for i in $(seq 1 "$repeat"); do
+    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$i" --fonts "$fonts" \
+        --labels "$corpus/train_main.txt" --split "train_main$i" --out "$img" --quiet "${count[@]}" || true
+  done
   python -m datasets_prep.synth --style print --renderer "$r" --fonts "$fonts" --labels "$corpus/valid.txt" --split valid \
       --out "$img" --quiet "${count[@]}" || true
   python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/test.txt" --split test --out "$img" \
@@ -41,6 +49,7 @@ if [ ! -d "$data/test" ]; then
   python -m datasets_prep.images --src folder --input "$img" --size 64x512 --out "$data" --workers 2
 fi
 mkdir -p "$work/runs"
+extra_train=(); [ "$repeat" -gt 0 ] && extra_train=("data.extra=$(seq -s, -f "$data/train_main%g" 1 "$repeat")")
 for kind in "${kinds[@]}"; do
   case $kind in
     diffusion) extra=() ;;
@@ -51,7 +60,7 @@ for kind in "${kinds[@]}"; do
   esac
   # shellcheck disable=SC2086  # OVERRIDES is a list of key=value words
   python -m train.run --config print-cpu --fresh --data "$data" --out "$work/runs/print-cpu-$kind" threads=1 \
-      "${extra[@]}" "${budget[@]}" ${OVERRIDES:-} > "$work/runs/print-cpu-$kind.log" 2>&1 &
+      "${extra[@]}" "${extra_train[@]}" "${budget[@]}" ${OVERRIDES:-} > "$work/runs/print-cpu-$kind.log" 2>&1 &
 done
 wait
 for kind in "${kinds[@]}"; do tail -n 30 "$work/runs/print-cpu-$kind.log"; done

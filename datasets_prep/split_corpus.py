@@ -12,7 +12,9 @@ one formula land together, and `python -m tokenizer.check valid.txt test.txt --a
 independent of line order: the same corpus gives the same split on any machine, and a line added
 later does not move the others. `--extra` corpora join train only (valid and test stay the main
 corpus's distribution), less every line whose formula is in valid or test. Writes `<out>/{train,valid,test}.txt` (the formulas, corpus order
-kept within each split, `name<TAB>` prefixes dropped) and prints the counts.
+kept within each split, `name<TAB>` prefixes dropped) and `<out>/train_main.txt` (train's lines from the
+main corpus alone, the first lines of train.txt: what a run draws again to see more formulas like valid
+and test's, benchmarks/print_cpu.sh's REPEAT), and prints the counts.
 
 Exit status: 0 written, 2 usage or input error.
 """
@@ -100,9 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.corpus}: no formulas in the file", file=sys.stderr)
         return 2
     distinct = Counter(assign(formula_key(x), args.valid, args.test, args.seed) for x in set(labels))
+    main_train = list(splits["train"])
     dropped = add_extra(splits, extra)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, lines in splits.items():
+    for name, lines in [*splits.items(), ("train_main", main_train)]:
         atomic_write(args.out / f"{name}.txt", "".join(f"{x}\n" for x in lines))
     print(f"{args.corpus}: {len(labels)} formulas -> " + ", ".join(
         f"{s} {len(splits[s])} ({distinct[s]} distinct lines)" for s in SPLITS) + f" in {args.out}")

@@ -47,3 +47,15 @@ def test_cli_then_leakage_check_finds_none(tmp_path, capsys):
     (tmp_path / "te.txt").write_text("\n".join(lines[1::2]) + "\n")
     assert check_main([str(tmp_path / "te.txt"), "--against", str(tmp_path / "tr.txt"), "--max-leak", "0"]) == 1
     assert main([str(corpus), "--out", str(tmp_path / "s"), "--valid", "0.6", "--test", "0.5"]) == 2
+
+
+def test_train_main_is_trains_own_lines_before_the_extras(tmp_path):
+    corpus, extra = tmp_path / "c.txt", tmp_path / "e.txt"
+    corpus.write_text("".join(f"a_{{{i}}} + b\n" for i in range(60)))
+    extra.write_text("".join(f"x^{{{i}}}\n" for i in range(40)) + "a_{0} + b\n")
+    assert main([str(corpus), "--extra", str(extra), "--out", str(tmp_path / "s"), "--valid", "0.2", "--test", "0.2"]) == 0
+    train = (tmp_path / "s" / "train.txt").read_text().splitlines()
+    main_train = (tmp_path / "s" / "train_main.txt").read_text().splitlines()
+    assert main_train and all(x.startswith("a_") for x in main_train)
+    assert train[:len(main_train)] == main_train
+    assert all(x.startswith("x^") or x == "a_{0} + b" for x in train[len(main_train):])
