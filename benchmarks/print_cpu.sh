@@ -14,25 +14,32 @@
 # FONTS: the TeX fonts each train and valid image is typeset in, one drawn per image (default
 # cm,times,palatino, as the shipped print-ar was trained; FONTS=cm for Computer Modern alone); each font
 # but cm adds a test split (test_times, test_palatino: the test formulas in that font).
-# REPEAT=k (default 0): draw the main corpus's own training formulas (printed-corpus/train_main.txt,
-# the IM2LATEX ones, which valid and test resemble) k more times, each copy with its own seed, so its
-# own fonts, sizes and degradations (splits train_main1..k), and train on them beside train
-# (data.extra). Why: the captions that join train are four in five of its formulas and far shorter.
+# REPEAT=k (default 4, as the shipped print-ar was trained; 0 for none): draw the main corpus's own
+# training formulas (printed-corpus/train_main.txt, the IM2LATEX ones, which valid and test resemble)
+# k more times, each copy with its own seed, so its own fonts, sizes and degradations (splits
+# train_main1..k), and train on them beside train (data.extra). Why: the captions that join train are
+# four in five of its formulas and far shorter.
 set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
-r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-0}
+r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
-  python -m datasets_prep.synth --style print --renderer "$r" --vary --fonts "$fonts" --labels "$corpus/train.txt" \
-      --split train --out "$img" --quiet "${count[@]}" || true
-  for i in $(seq 1 "$repeat"); do
-    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$i" --fonts "$fonts" \
-        --labels "$corpus/train_main.txt" --split "train_main$i" --out "$img" --quiet "${count[@]}" || true
-  done
+  copy() {  # the main corpus's formulas once more, with seed $1: its own fonts, sizes and degradations
+    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$1" --fonts "$fonts" \
+        --labels "$corpus/train_main.txt" --split "train_main$1" --out "$img" --quiet "${count[@]}" || true
+  }
+  # two processes, one per core: train (about 1.75 copies' work) then the last copies, and the first
+  # two thirds of the copies beside it
+  first=$(( (2 * repeat + 2) / 3 ))
+  { python -m datasets_prep.synth --style print --renderer "$r" --vary --fonts "$fonts" --labels "$corpus/train.txt" \
+        --split train --out "$img" --quiet "${count[@]}" || true
+    for i in $(seq $(( first + 1 )) "$repeat"); do copy "$i"; done; } &
+  for i in $(seq 1 "$first"); do copy "$i"; done
+  wait
   python -m datasets_prep.synth --style print --renderer "$r" --fonts "$fonts" --labels "$corpus/valid.txt" --split valid \
       --out "$img" --quiet "${count[@]}" || true
   python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/test.txt" --split test --out "$img" \
