@@ -2,7 +2,9 @@
 beside each LaTeX string, so a caller can send the unsure ones to a person.
 
 A sequence decoder's confidence is the mean probability of the tokens it wrote (up to and including
-its EOS); GryphOne's is the mean, over the label's positions and the PAD that ends it, of the final
+its EOS), and 0 when it never wrote its EOS: an output cut at the decoder's window is not a reading of
+the whole formula, however sure each token was (a noise image read as the same symbol 160 times
+otherwise came back at 0.66). GryphOne's is the mean, over the label's positions and the PAD that ends it, of the final
 refinement step's largest p(symbol) x p(modifier). Both read plain arrays, so the PyTorch and the
 ONNX Runtime paths compute them alike.
 """
@@ -16,7 +18,9 @@ import numpy as np
 def token_confidence(ids: Sequence[int], probs: Sequence[float], eos: int) -> float:
     """ids: one decoded row (BOS first); probs[j]: the probability of ids[j + 1]."""
     ids = list(ids)
-    end = next((j for j in range(1, len(ids)) if ids[j] == eos), len(ids) - 1)
+    end = next((j for j in range(1, len(ids)) if ids[j] == eos), None)
+    if end is None:
+        return 0.0  # cut at the window: no EOS was written
     kept = np.asarray(probs, dtype=np.float64)[:end]
     return float(kept.mean()) if kept.size else float("nan")
 
