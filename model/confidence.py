@@ -3,9 +3,9 @@ beside each LaTeX string, so a caller can send the unsure ones to a person.
 
 A sequence decoder's confidence is the mean probability of the tokens it wrote (up to and including
 its EOS), and 0 when it never wrote its EOS: an output cut at the decoder's window is not a reading of
-the whole formula, however sure each token was (a noise image read as the same symbol 160 times
-otherwise came back at 0.66). GryphOne's is the mean, over the label's positions and the PAD that ends it, of the final
-refinement step's largest p(symbol) x p(modifier). Both read plain arrays, so the PyTorch and the
+the whole formula, however sure each token was (a noise image read as one symbol 160 times would
+otherwise score 0.66). GryphOne's is the mean, over the label's positions and the PAD that ends it, of
+the final refinement step's largest p(symbol) x p(modifier). Both read plain arrays, so the PyTorch and the
 ONNX Runtime paths compute them alike.
 """
 from __future__ import annotations

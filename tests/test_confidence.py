@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import given, strategies as st
 
 from model.confidence import sat_confidence, token_confidence
@@ -25,18 +26,19 @@ def test_eos_first_is_sure_of_an_empty_output():
     assert math.isclose(token_confidence([BOS, EOS], [0.8], EOS), 0.8)
 
 
-@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), st.integers(1, 30))
-def test_always_in_unit_interval(probs, eos_at):
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), st.integers(1, 40))
+def test_the_mean_up_to_eos_or_zero_without_it(probs, eos_at):
+    """Any row: with an EOS at eos_at, the mean of probs[:eos_at] (the tokens up to and including it);
+    without one, 0."""
     ids = [BOS] + [9] * len(probs)
     if eos_at <= len(probs):
         ids[eos_at] = EOS
-    c = token_confidence(ids, probs, EOS)
-    assert 0.0 <= c <= 1.0
-    assert (c == 0.0) or eos_at <= len(probs)
+        assert math.isclose(token_confidence(ids, probs, EOS), sum(probs[:eos_at]) / eos_at, abs_tol=1e-12)
+    else:
+        assert token_confidence(ids, probs, EOS) == 0.0
 
 
-def test_sat_confidence_is_a_probability():
-    import numpy as np
+def test_sat_confidence_is_the_mean_best_product_up_to_the_first_pad():
     logp = np.log(np.full((4, 3), 1 / 3))
     c = sat_confidence([1, 2, 0, 0], logp, logp, pad=0)
     assert math.isclose(c, 1 / 9)
