@@ -1,0 +1,94 @@
+"""How much a wider or deeper AR baseline costs per training step, before spending 110 minutes on it.
+
+Each variant (`model.*` overrides on the `print-cpu` AR baseline) starts from its own weights and takes
+the trainer's eager step (bench_compile_parts' Stepper: the window trimmed at the batch's longest
+label) on one set of labels drawn from a shard split and random images at the preset's canvas; the
+timed steps alternate in blocks, so a noisy machine slows every variant alike. Medians, as ratios to
+the preset's own width.
+
+    python benchmarks/bench_width.py --data shards/printed-64x512 --threads 1
+    python benchmarks/bench_width.py --smoke      # the code paths only, tiny sizes
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from train.config import apply_overrides, preset  # noqa: E402
+from train.demo_data import prepare_demo_data  # noqa: E402
+from train.trainer import Env, prepare  # noqa: E402
+
+from bench_compile_parts import Stepper  # noqa: E402
+
+VARIANTS = {"width 96 (print-cpu)": [], "decoder 128": ["model.dec_dim=128"],
+            "decoder 128, 3 layers": ["model.dec_dim=128", "model.dec_depth=3"],
+            "encoder and decoder 128": ["model.enc_dim=128", "model.dec_dim=128"], "encoder depth 6": ["model.enc_depth=6"]}
+SMOKE = ["model.enc_dim=16", "model.dec_dim=16", "model.enc_heads=2", "model.dec_heads=2", "model.max_len=24", "batch_size=4"]
+
+
+def bench(data: Path, blocks: int, steps: int, extra: list[str]) -> dict[str, dict]:
+    steppers, params = {}, {}
+    for name, overrides in VARIANTS.items():
+        cfg = apply_overrides(preset("print-cpu"), ["model.kind=ar", "model.max_len=160", f"data.root={data}"]
+                              + extra + overrides)
+        torch.manual_seed(0)
+        model, shards, _ = prepare(cfg, Env(torch.device("cpu")), None)
+        params[name] = sum(p.numel() for p in model.parameters())
+        steppers[name] = Stepper(model, cfg, parts=False, bf16=False)
+    tokens = torch.from_numpy(shards.targets["tokens"])
+    b = cfg.batch_size
+    batches = [tokens[torch.randperm(len(tokens), generator=torch.Generator().manual_seed(i))[:b]]
+               for i in range(blocks * steps + 1)]
+    images = torch.rand(b, 1, *model.render.size, generator=torch.Generator().manual_seed(1))
+    for s in steppers.values():  # first touch, not timed
+        s.step(images, batches[0])
+    times: dict[str, list[float]] = {n: [] for n in steppers}
+    k = 1
+    for _ in range(blocks):
+        for name, s in steppers.items():
+            for j in range(steps):
+                t = time.perf_counter()
+                s.step(images, batches[k + j])
+                times[name].append(time.perf_counter() - t)
+        k += steps
+    base = statistics.median(next(iter(times.values())))
+    return {n: {"params": params[n], "ms_per_step": 1e3 * statistics.median(t), "vs_base": statistics.median(t) / base}
+            for n, t in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, help="a shard root whose train split's labels are drawn")
+    ap.add_argument("--blocks", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=6, help="timed steps per block and variant")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--smoke", action="store_true", help="tiny models, 1 block of 1 step (checks the code paths)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    extra = SMOKE if args.smoke else []
+    if args.smoke:
+        args.blocks, args.steps = 1, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.data is None:
+            if not args.smoke:
+                ap.error("--data is required (or --smoke)")
+            args.data = prepare_demo_data(Path(tmp), splits={"train": (8, 1)}, log=lambda msg: None)
+        rows = bench(args.data, args.blocks, args.steps, extra)
+    print("| variant | parameters | ms/step | vs width 96 |\n| --- | ---: | ---: | ---: |")
+    for name, r in rows.items():
+        print(f"| {name} | {r['params'] / 1e6:.2f}M | {r['ms_per_step']:.1f} | {r['vs_base']:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
