@@ -1,12 +1,14 @@
-"""How much a wider or deeper AR baseline costs per training step, before spending 110 minutes on it.
+"""How much a model change costs per training step, before spending 110 minutes on it.
 
-Each variant (`model.*` overrides on the `print-cpu` AR baseline) starts from its own weights and takes
-the trainer's eager step (bench_compile_parts' Stepper: the window trimmed at the batch's longest
-label) on one set of labels drawn from a shard split and random images at the preset's canvas; the
-timed steps alternate in blocks, so a noisy machine slows every variant alike. Medians, as ratios to
-the preset's own width.
+Each variant (config overrides on a preset's AR baseline; by default a wider or deeper `print-cpu`
+AR baseline) starts from its own weights and takes the trainer's eager step (bench_compile_parts'
+Stepper: the window trimmed at the batch's longest label) on one set of labels drawn from a shard
+split and random images at the preset's canvas; the timed steps alternate in blocks, so a noisy
+machine slows every variant alike. Medians, as ratios to the first variant.
 
     python benchmarks/bench_width.py --data shards/printed-64x512 --threads 1
+    python benchmarks/bench_width.py --preset crohme-cpu --data shards/crohme-96x384 \
+        --variant "dropout 0.1 (preset)=" --variant "no dropout=model.dropout=0"
     python benchmarks/bench_width.py --smoke      # the code paths only, tiny sizes
 """
 from __future__ import annotations
@@ -36,10 +38,11 @@ VARIANTS = {"width 96 (print-cpu)": [], "decoder 128": ["model.dec_dim=128"],
 SMOKE = ["model.enc_dim=16", "model.dec_dim=16", "model.enc_heads=2", "model.dec_heads=2", "model.max_len=24", "batch_size=4"]
 
 
-def bench(data: Path, blocks: int, steps: int, extra: list[str]) -> dict[str, dict]:
+def bench(data: Path, blocks: int, steps: int, extra: list[str], variants: dict[str, list[str]] = VARIANTS,
+          preset_name: str = "print-cpu", max_len: int = 160) -> dict[str, dict]:
     steppers, params = {}, {}
-    for name, overrides in VARIANTS.items():
-        cfg = apply_overrides(preset("print-cpu"), ["model.kind=ar", "model.max_len=160", f"data.root={data}"]
+    for name, overrides in variants.items():
+        cfg = apply_overrides(preset(preset_name), ["model.kind=ar", f"model.max_len={max_len}", f"data.root={data}"]
                               + extra + overrides)
         torch.manual_seed(0)
         model, shards, _ = prepare(cfg, Env(torch.device("cpu")), None)
@@ -72,8 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=3)
     ap.add_argument("--steps", type=int, default=6, help="timed steps per block and variant")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--preset", default="print-cpu", help="the preset whose AR baseline is timed (default: print-cpu)")
+    ap.add_argument("--max-len", type=int, default=160, help="model.max_len, the label window (default: 160)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE,...",
+                    help="a named set of overrides, repeatable; the first is the base (default: the width variants)")
     ap.add_argument("--smoke", action="store_true", help="tiny models, 1 block of 1 step (checks the code paths)")
     args = ap.parse_args(argv)
+    variants = VARIANTS
+    if args.variant:
+        variants = {}
+        for v in args.variant:
+            name, sep, overrides = v.partition("=")
+            if not sep or not name:
+                ap.error(f"--variant {v!r}: want NAME=KEY=VALUE,... (NAME= for the preset as it is)")
+            variants[name] = [o for o in overrides.split(",") if o]
     torch.set_num_threads(args.threads)
     extra = SMOKE if args.smoke else []
     if args.smoke:
@@ -83,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.smoke:
                 ap.error("--data is required (or --smoke)")
             args.data = prepare_demo_data(Path(tmp), splits={"train": (8, 1)}, log=lambda msg: None)
-        rows = bench(args.data, args.blocks, args.steps, extra)
-    print("| variant | parameters | ms/step | vs width 96 |\n| --- | ---: | ---: | ---: |")
+        rows = bench(args.data, args.blocks, args.steps, extra, variants, args.preset, args.max_len)
+    print(f"| variant | parameters | ms/step | vs {next(iter(rows))} |\n| --- | ---: | ---: | ---: |")
     for name, r in rows.items():
         print(f"| {name} | {r['params'] / 1e6:.2f}M | {r['ms_per_step']:.1f} | {r['vs_base']:.2f}x |")
     return 0

@@ -145,3 +145,16 @@ def test_the_device_check_runs_every_part_on_cpu(micro_shards, tmp_path):
     assert fps["mask-predict-T1"]["outputs_equal"] and fps["remask-T1"]["outputs_equal"], fps
     assert fps["greedy-4tok"]["eager_fps"] > 0 and fps["greedy-4tok"]["outputs_equal"], fps
     assert report["loader"][0]["workers"] == 0 and report["loader"][0]["images_per_s"] > 0
+
+
+def test_bench_width_times_named_variants(capsys):
+    """--variant sets replace the width table: the first is the base (1.00x), every name is a row, and
+    a variant without NAME= is refused with usage (exit 2), not a traceback."""
+    bench_width = load_script("bench_width")
+    assert bench_width.main(["--smoke", "--variant", "base=", "--variant", "no dropout=model.dropout=0"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][2:]
+    assert [r.split(" | ")[0].strip("| ") for r in rows] == ["base", "no dropout"]
+    assert rows[0].rstrip(" |").endswith("1.00x")
+    with pytest.raises(SystemExit) as stop:
+        bench_width.main(["--smoke", "--variant", "bad"])
+    assert stop.value.code == 2
