@@ -45,6 +45,7 @@ class RecognizerConfig:
     kind: str = ""
     max_len: int = 150        # label window: SAT positions or tokens including BOS/EOS
     dropout: float = 0.1      # the decoder's
+    attn_dropout: bool = True  # dropout also on attention weights; off, the CPU's fused attention kernel trains
 
 
 class Recognizer(nn.Module):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch.nn as nn
+
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
@@ -11,7 +13,9 @@ from .ar.recognizer import ARRecognizer
 from .errors import RecognizerConfigError
 from .gryphone.recognizer import GryphOne
 from .hvt.recognizer import HVT
+from .posformer.arm import CoverageCrossAttention
 from .posformer.recognizer import PosFormer
+from .layers import Attention
 from .recognizer import Recognizer, RecognizerConfig
 
 RECOGNIZERS: dict[str, type[Recognizer]] = {
@@ -89,8 +93,28 @@ def validate_config(cfg: RecognizerConfig) -> None:
                                         f"model.{heads}={getattr(cfg, heads)}")
     if not 0 <= cfg.dropout < 1:
         raise RecognizerConfigError(f"model.dropout must be in [0, 1), got {cfg.dropout!r}")
+    if not isinstance(cfg.attn_dropout, bool):
+        raise RecognizerConfigError(f"model.attn_dropout must be true or false, got {cfg.attn_dropout!r}")
 
 
 def build(cfg: RecognizerConfig, render: RenderSpec, labels: LabelSpec) -> Recognizer:
     validate_config(cfg)
-    return recognizer_class(cfg.kind)(cfg, render, labels)
+    model = recognizer_class(cfg.kind)(cfg, render, labels)
+    if not cfg.attn_dropout:
+        without_attention_dropout(model)
+    return model
+
+
+def without_attention_dropout(model: nn.Module) -> nn.Module:
+    """Turn off dropout on the attention weights of every attention module (the residual, MLP and
+    embedding dropout stay). Why: with dropout on its weights, PyTorch's CPU attention falls back to
+    the unfused math kernel, which materializes the weights and draws a mask for each; without, the
+    fused flash kernel runs in training too (`model.attn_dropout=false`; BENCHMARKS.md times it).
+    PosFormer's coverage cross-attention, which keeps its weights for the refinement anyway, loses its
+    weights' dropout as well, so the setting means one thing for every recognizer."""
+    for module in model.modules():
+        if isinstance(module, Attention):
+            module.dropout = 0.0
+        elif isinstance(module, CoverageCrossAttention):
+            module.drop.p = 0.0
+    return model
