@@ -1,7 +1,7 @@
 """How much a model change costs per training step, before spending 110 minutes on it.
 
-Each variant (config overrides on a preset's AR baseline; by default a wider or deeper `print-cpu`
-AR baseline) starts from its own weights and takes the trainer's eager step (bench_compile_parts'
+Each variant (config overrides on a preset's recognizer, the AR baseline unless --kind says another;
+by default a wider or deeper `print-cpu` AR baseline) starts from its own weights and takes the trainer's eager step (bench_compile_parts'
 Stepper: the window trimmed at the batch's longest label) on one set of labels drawn from a shard
 split and random images at the preset's canvas; the timed steps alternate in blocks, so a noisy
 machine slows every variant alike. Medians, as ratios to the first variant.
@@ -9,6 +9,8 @@ machine slows every variant alike. Medians, as ratios to the first variant.
     python benchmarks/bench_width.py --data shards/printed-64x512 --threads 1
     python benchmarks/bench_width.py --preset crohme-cpu --data shards/crohme-96x384 \
         --variant "dropout 0.1 (preset)=" --variant "no dropout=model.dropout=0"
+    python benchmarks/bench_width.py --kind hvt --data shards/printed-64x512 --variant "attention 128=" \
+        --variant "attention 64=model.attn_dim=64"
     python benchmarks/bench_width.py --smoke      # the code paths only, tiny sizes
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from model.registry import config_keys  # noqa: E402
 from train.config import apply_overrides, preset  # noqa: E402
 from train.demo_data import prepare_demo_data  # noqa: E402
 from train.trainer import Env, prepare  # noqa: E402
@@ -39,10 +42,10 @@ SMOKE = ["model.enc_dim=16", "model.dec_dim=16", "model.enc_heads=2", "model.dec
 
 
 def bench(data: Path, blocks: int, steps: int, extra: list[str], variants: dict[str, list[str]] = VARIANTS,
-          preset_name: str = "print-cpu", max_len: int = 160) -> dict[str, dict]:
+          preset_name: str = "print-cpu", max_len: int = 160, kind: str = "ar") -> dict[str, dict]:
     steppers, params = {}, {}
     for name, overrides in variants.items():
-        cfg = apply_overrides(preset(preset_name), ["model.kind=ar", f"model.max_len={max_len}", f"data.root={data}"]
+        cfg = apply_overrides(preset(preset_name), [f"model.kind={kind}", f"model.max_len={max_len}", f"data.root={data}"]
                               + extra + overrides)
         torch.manual_seed(0)
         model, shards, _ = prepare(cfg, Env(torch.device("cpu")), None)
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=6, help="timed steps per block and variant")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--preset", default="print-cpu", help="the preset whose AR baseline is timed (default: print-cpu)")
+    ap.add_argument("--kind", default="ar", help="the recognizer timed (model.kind; default: ar, the AR baseline)")
     ap.add_argument("--max-len", type=int, default=160, help="model.max_len, the label window (default: 160)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE,...",
                     help="a named set of overrides, repeatable; the first is the base (default: the width variants)")
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 ap.error(f"--variant {v!r}: want NAME=KEY=VALUE,... (NAME= for the preset as it is)")
             variants[name] = [o for o in overrides.split(",") if o]
     torch.set_num_threads(args.threads)
-    extra = SMOKE if args.smoke else []
+    keys = set(config_keys(args.kind))
+    extra = [o for o in SMOKE if not o.startswith("model.") or o.split("=")[0][6:] in keys] if args.smoke else []
     if args.smoke:
         args.blocks, args.steps = 1, 1
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.smoke:
                 ap.error("--data is required (or --smoke)")
             args.data = prepare_demo_data(Path(tmp), splits={"train": (8, 1)}, log=lambda msg: None)
-        rows = bench(args.data, args.blocks, args.steps, extra, variants, args.preset, args.max_len)
+        rows = bench(args.data, args.blocks, args.steps, extra, variants, args.preset, args.max_len, args.kind)
     print(f"| variant | parameters | ms/step | vs {next(iter(rows))} |\n| --- | ---: | ---: | ---: |")
     for name, r in rows.items():
         print(f"| {name} | {r['params'] / 1e6:.2f}M | {r['ms_per_step']:.1f} | {r['vs_base']:.2f}x |")

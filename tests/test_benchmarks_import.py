@@ -158,3 +158,7 @@ def test_bench_width_times_named_variants(capsys):
     with pytest.raises(SystemExit) as stop:
         bench_width.main(["--smoke", "--variant", "bad"])
     assert stop.value.code == 2
+    capsys.readouterr()
+    # another recognizer: the smoke sizes it has no key for are left out, not refused
+    assert bench_width.main(["--smoke", "--kind", "hvt", "--variant", "attention 8=model.attn_dim=8"]) == 0
+    assert "| attention 8 |" in capsys.readouterr().out
