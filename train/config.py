@@ -6,7 +6,8 @@ Presets (`--config NAME`):
   tiny        224x224, patch 16, width 128, 4+2 layers, length 150: a smoke run of the paper's canvas
   crohme-cpu  the CPU reference run on CROHME shards (two stages, + real-hand synthetic data; test2014/test2016)
   print-cpu   printed formulas (IM2LATEX-100K + captions drawn with variation), <= 2 hours on 2 CPU cores
-  crohme-ship the run behind the shipped weights: crohme-cpu on `fit`, validated on `valid` (datasets_prep.holdout)
+  crohme-ship the run behind the shipped GryphOne: crohme-cpu on `fit`, validated on `valid` (datasets_prep.holdout)
+  crohme-ship-ar  the run behind the shipped handwriting reader: the AR baseline alone on crohme-ship's data
   posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
@@ -219,6 +220,19 @@ def _crohme_ship() -> TrainConfig:
     return cfg
 
 
+def _crohme_ship_ar() -> TrainConfig:
+    """The run behind the shipped handwriting reader `crohme-ar` (model/weights/MODEL_CARD.md):
+    `crohme-ship`'s data, writer-disjoint split and real-hand synthetic set, the AR baseline alone for
+    110 minutes (one stage; its token window 100), greedy and beam 5 scored on `valid` at the end. The
+    shipped run took one thread beside a second run (`threads=1`); alone on two cores the same minutes
+    buy more steps."""
+    cfg = _crohme_ship()
+    cfg.name, cfg.out = "crohme-ship-ar", "runs/crohme-ship-ar"
+    cfg.model = switch_kind(cfg.model, "ar")
+    cfg.model.max_len, cfg.max_minutes, cfg.eval.beams = 100, 110, (1, 5)
+    return cfg
+
+
 def _print_cpu() -> TrainConfig:
     """Printed formulas on 2 CPU cores in under two hours, everything included: `crohme-cpu`'s model on
     64x512 images of printed formulas (`shards/printed-64x512`, made by benchmarks/print_cpu.sh:
@@ -285,7 +299,7 @@ def _hvt_paper() -> TrainConfig:
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
-           "print-cpu": _print_cpu,
+           "crohme-ship-ar": _crohme_ship_ar, "print-cpu": _print_cpu,
            "paper": _paper,
            "posformer-paper": _posformer_paper, "hvt-paper": _hvt_paper}
 
