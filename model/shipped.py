@@ -133,8 +133,9 @@ def _plain(name: object) -> str:
 
 
 def help_line(use: str = "read") -> str:
-    """For --help: which shipped model is used without --ckpt (or that none is shipped)."""
+    """For --help: which shipped model is used without --ckpt (or that none is shipped). argparse
+    %-formats help strings, so a `%` in the summary ("21.91% ExpRate") is doubled here."""
     try:
-        return f"default: the shipped {shipped(None, use).describe()}"
+        return f"default: the shipped {shipped(None, use).describe()}".replace("%", "%%")
     except ShippedWeightsError:
         return "required: this install carries no shipped weights"

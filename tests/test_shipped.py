@@ -228,3 +228,17 @@ def test_the_shipped_onnx_folder_reads_what_the_checkpoint_reads(repo_root):
                           for p in inks])
     spec = DecodeSpec(item.sampler, T=item.T)
     assert onnx_model.recognizer.recognize(images, spec) == torch_model.recognizer.recognize(images, spec)
+
+
+@pytest.mark.parametrize("module", ["train.predict", "train.eval", "train.export_onnx", "train.serve.__main__"])
+def test_help_names_a_shipped_summary_with_a_percent_sign(module, tmp_path, monkeypatch, capsys):
+    """argparse %-formats help text: a summary such as "21.91% ExpRate" must print, not raise."""
+    ckpt = micro_checkpoint(tmp_path, steps=20)
+    folder = tmp_path / "weights"
+    place(ckpt, "micro-p", "mask-predict", 3, "reads 21.91% / 22.41% of nothing", ["read", "page"], folder, onnx=False)
+    monkeypatch.setattr(shipped_mod, "WEIGHTS_DIR", folder)
+    main = __import__("importlib").import_module(module).main
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    assert "21.91% / 22.41%" in " ".join(capsys.readouterr().out.split())
