@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the shipped handwriting weights (model/weights/) are made, from the CROHME folder the README
+# How the shipped GryphOne (model/weights/crohme-gryphone, the page's model) is made, from the CROHME folder the README
 # names, on a 2-core CPU (~2 h 20 min in all): convert, cut a validation split by writer, train the
 # `crohme-ship` preset, choose the decoder on the validation split, read the test splits once, ship.
 #   bash benchmarks/ship_crohme.sh CROHME_DIR [WORK_DIR]
@@ -28,5 +28,5 @@ python -m train.eval --ckpt "$run/ckpt.pt" --data "$data" --splits test2014,test
 python -m train.eval --ckpt "$run/pretrain/ckpt.pt" --data "$data" --splits test2014,test2016 --beams 1,5 --threads 2 \
     --json "$run/pretrain/eval-test.json" "${limit[@]}"
 [ "${SMOKE:-0}" = 1 ] && { echo "smoke: done, nothing shipped"; exit 0; }
-python -m train.ship --ckpt "$run/ckpt.pt" --name crohme-gryphone --sampler "$sampler" --T "$T" --default read,page \
+python -m train.ship --ckpt "$run/ckpt.pt" --name crohme-gryphone --sampler "$sampler" --T "$T" --default page \
     --summary "GryphOne trained on CROHME 2014 train (research use only); see model/weights/MODEL_CARD.md"
