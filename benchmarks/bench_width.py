@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             variants[name] = [o for o in overrides.split(",") if o]
     torch.set_num_threads(args.threads)
     keys = set(config_keys(args.kind))
-    extra = [o for o in SMOKE if not o.startswith("model.") or o.split("=")[0][6:] in keys] if args.smoke else []
+    extra = [o for o in SMOKE if not o.startswith("model.") or o.split("=")[0].removeprefix("model.") in keys] \
+        if args.smoke else []
     if args.smoke:
         args.blocks, args.steps = 1, 1
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class Attention(nn.Module):
+class WeightsDropout(nn.Module):
+    """An attention module that applies dropout at rate `self.dropout` to its attention weights in
+    training. `model.attn_dropout=false` sets that rate to 0 on every such module (model.registry.build),
+    whichever recognizer holds it."""
+
+    dropout: float
+
+
+class Attention(WeightsDropout):
     """Multi-head attention over `F.scaled_dot_product_attention` (flash/mem-efficient on CUDA)."""
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0, kv_dim: int | None = None):

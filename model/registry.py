@@ -13,9 +13,8 @@ from .ar.recognizer import ARRecognizer
 from .errors import RecognizerConfigError
 from .gryphone.recognizer import GryphOne
 from .hvt.recognizer import HVT
-from .posformer.arm import CoverageCrossAttention
 from .posformer.recognizer import PosFormer
-from .layers import Attention
+from .layers import WeightsDropout
 from .recognizer import Recognizer, RecognizerConfig
 
 RECOGNIZERS: dict[str, type[Recognizer]] = {
@@ -110,11 +109,9 @@ def without_attention_dropout(model: nn.Module) -> nn.Module:
     embedding dropout stay). Why: with dropout on its weights, PyTorch's CPU attention falls back to
     the unfused math kernel, which materializes the weights and draws a mask for each; without, the
     fused flash kernel runs in training too (`model.attn_dropout=false`; BENCHMARKS.md times it).
-    PosFormer's coverage cross-attention, which keeps its weights for the refinement anyway, loses its
-    weights' dropout as well, so the setting means one thing for every recognizer."""
+    Every `layers.WeightsDropout` module is one (PosFormer's coverage cross-attention too), so the
+    setting means one thing for every recognizer."""
     for module in model.modules():
-        if isinstance(module, Attention):
+        if isinstance(module, WeightsDropout):
             module.dropout = 0.0
-        elif isinstance(module, CoverageCrossAttention):
-            module.drop.p = 0.0
     return model

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from model.errors import RecognizerConfigError
-from model.layers import Attention
-from model.posformer.arm import CoverageCrossAttention
+from model.layers import Attention, WeightsDropout
 from model.registry import RECOGNIZERS, config_from_dict
 from train.config import apply_overrides, preset
 
@@ -16,14 +15,12 @@ from builders import tiny_model
 
 def attention_rates(model) -> list[float]:
     """The dropout rate on each attention module's weights."""
-    return ([m.dropout for m in model.modules() if isinstance(m, Attention)]
-            + [m.drop.p for m in model.modules() if isinstance(m, CoverageCrossAttention)])
+    return [m.dropout for m in model.modules() if isinstance(m, WeightsDropout)]
 
 
 def dropout_rates(model) -> list[float]:
     """Every other dropout: residual, MLP, embeddings, readout."""
-    weights = {id(m.drop) for m in model.modules() if isinstance(m, CoverageCrossAttention)}
-    return [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout) and id(m) not in weights]
+    return [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
 
 
 @pytest.mark.parametrize("kind", sorted(RECOGNIZERS))

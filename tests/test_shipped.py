@@ -3,6 +3,7 @@
 and the real shipped model reading a real CROHME ink."""
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def weights(tmp_path, monkeypatch):
     """A weights folder holding one placed micro model, made the install's."""
     ckpt = micro_checkpoint(tmp_path, steps=20)
     folder = tmp_path / "weights"
-    place(ckpt, "micro-g", "mask-predict", 3, "a micro test model", ["read", "page"], folder, onnx=False)
+    place(ckpt, "micro-g", "mask-predict", 3, "a micro test model, 21.91% / 22.41% of nothing", ["read", "page"], folder, onnx=False)
     monkeypatch.setattr(shipped_mod, "WEIGHTS_DIR", folder)
     return folder
 
@@ -231,13 +232,9 @@ def test_the_shipped_onnx_folder_reads_what_the_checkpoint_reads(repo_root):
 
 
 @pytest.mark.parametrize("module", ["train.predict", "train.eval", "train.export_onnx", "train.serve.__main__"])
-def test_help_names_a_shipped_summary_with_a_percent_sign(module, tmp_path, monkeypatch, capsys):
+def test_help_names_a_shipped_summary_with_a_percent_sign(module, weights, capsys):
     """argparse %-formats help text: a summary such as "21.91% ExpRate" must print, not raise."""
-    ckpt = micro_checkpoint(tmp_path, steps=20)
-    folder = tmp_path / "weights"
-    place(ckpt, "micro-p", "mask-predict", 3, "reads 21.91% / 22.41% of nothing", ["read", "page"], folder, onnx=False)
-    monkeypatch.setattr(shipped_mod, "WEIGHTS_DIR", folder)
-    main = __import__("importlib").import_module(module).main
+    main = importlib.import_module(module).main
     with pytest.raises(SystemExit) as stop:
         main(["--help"])
     assert stop.value.code == 0

@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..layers import WeightsDropout
+
 Refine = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -47,7 +49,7 @@ class AttentionRefinement(nn.Module):
         return x.view(b, t, self.heads, n).transpose(1, 2)
 
 
-class CoverageCrossAttention(nn.Module):
+class CoverageCrossAttention(WeightsDropout):
     """Multi-head cross-attention with explicit weights, so a `refine` callback can correct the logits.
     Returns (output, refined attention, unrefined attention); the maps are float32."""
 
@@ -55,9 +57,8 @@ class CoverageCrossAttention(nn.Module):
         super().__init__()
         if dim % heads:
             raise ValueError(f"width {dim} is not divisible by {heads} heads")
-        self.heads, self.head_dim = heads, dim // heads
+        self.heads, self.head_dim, self.dropout = heads, dim // heads, dropout
         self.q, self.kv, self.proj = nn.Linear(dim, dim), nn.Linear(dim, 2 * dim), nn.Linear(dim, dim)
-        self.drop = nn.Dropout(dropout)
 
     def project_kv(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b, n, _ = memory.shape
@@ -72,5 +73,5 @@ class CoverageCrossAttention(nn.Module):
         logits = (q @ k.transpose(-1, -2)).float() * self.head_dim ** -0.5
         raw = logits.softmax(-1)
         attn = raw if refine is None else (logits - refine(raw).float()).softmax(-1)
-        out = (self.drop(attn).to(v.dtype) @ v).transpose(1, 2).reshape(b, t, d)
+        out = (F.dropout(attn, self.dropout, self.training).to(v.dtype) @ v).transpose(1, 2).reshape(b, t, d)
         return self.proj(out), attn, raw
