@@ -3,10 +3,12 @@
 Everything a caller needs comes back together: the recognizer (eval mode, its RenderSpec and
 LabelSpec attached), and the checkpoint's other contents (step, train config). Evaluation,
 prediction, the server and the ONNX export all start here. A folder written by train.export_onnx
-loads through the same call (model/onnx_runtime.py), so its callers never branch on which it is.
+loads through the same call (model/onnx_runtime.py), so its callers never branch on which it is; so
+does an ensemble file listing several of either (model/ensemble_spec.py).
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from datasets_prep.render_spec import RenderSpec
 from tokenizer.label_spec import LabelSpec
 
+from .ensemble_spec import ENSEMBLE_FORMAT, ensemble_file, read_ensemble
 from .errors import CheckpointError
 from .onnx_runtime import ExportedRecognizer, is_export, read_export
 from .shipped import Shipped, resolve
@@ -30,6 +33,7 @@ class Loaded:
     state: dict          # the checkpoint dict (step, train_config, ...)
     path: Path
     shipped: Shipped | None = None   # the manifest entry when these are the weights gryphone ships
+    members: list["Loaded"] | None = None   # an ensemble's (model/ensemble.py), each as loaded alone
 
     @property
     def step(self) -> int:
@@ -39,16 +43,49 @@ class Loaded:
 def load(path: str | Path | None = None, device: Any = "cpu", use_ema: bool = True,
          use: str = "read") -> Loaded:
     """Load a checkpoint written by train.run (either format), or a folder written by train.export_onnx
-    (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply);
-    CheckpointError naming the file on anything unusable, including a stored config with impossible values.
+    (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply), or an
+    ensemble file (or a folder holding one) listing several of either; CheckpointError naming the file on anything unusable, including a stored config with impossible values.
     Without a path (or with a shipped model's name), the weights gryphone ships (model/shipped.py):
     the default for `use` ('read', or 'page' for the drawing page)."""
     path, item = resolve(path, use)
     if path.is_dir() and not is_export(path) and (path / "ckpt.pt").is_file():
         path = path / "ckpt.pt"  # a run folder (train.run --out): its checkpoint
-    loaded = _load_path(path, device, use_ema)
+    spec_file = ensemble_file(path)
+    loaded = _load_ensemble(spec_file, device, use_ema) if spec_file else _load_path(path, device, use_ema)
     loaded.shipped = item
     return loaded
+
+
+def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
+    """An ensemble file's members, each loaded (and its digest checked where the file gives one) as a
+    checkpoint or export of its own, then joined: model/ensemble.py over checkpoints, model/onnx_ensemble.py
+    over exports. CheckpointError naming the file when its members cannot join."""
+    spec = read_ensemble(path)
+    members = []
+    for member, digest in zip(spec.members, spec.sha256):
+        if ensemble_file(member):
+            raise CheckpointError(f"{path}: member {member.name!r} is itself an ensemble; list its members instead")
+        if digest is not None and not member.is_dir():
+            got = hashlib.sha256(member.read_bytes()).hexdigest()
+            if got != digest:
+                raise CheckpointError(f"{member}: damaged (SHA-256 {got[:12]}..., {path.name} says {digest[:12]}...)")
+        members.append(_load_path(member, device, use_ema))
+    names = [m.name for m in spec.members]
+    exported = [isinstance(m.recognizer, ExportedRecognizer) for m in members]
+    try:
+        if all(exported):
+            from .onnx_ensemble import ExportedEnsemble
+            rec: Any = ExportedEnsemble([m.recognizer for m in members], spec, names)
+        elif not any(exported):
+            from .ensemble import EnsembleRecognizer
+            rec = EnsembleRecognizer([m.recognizer for m in members], names, spec.sampler).eval()
+        else:
+            raise ValueError("its members mix checkpoints and ONNX exports; list one sort")
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    state = {"format": ENSEMBLE_FORMAT, "step": sum(m.step for m in members),
+             "train_config": members[0].state.get("train_config", {}), "ensemble": str(path)}
+    return Loaded(rec, rec.render, rec.labels, state, path, members=members)
 
 
 def _load_path(path: Path, device: Any, use_ema: bool) -> Loaded:

@@ -62,7 +62,10 @@ def quantize_int8(out: Path) -> None:
 
 def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: bool = True) -> Path:
     """Export `loaded` (model.load) into folder `out`; returns the spec file's path. ValueError for a
-    recognizer without an export hook (Recognizer.onnx_graphs)."""
+    recognizer without an export hook (Recognizer.onnx_graphs). An ensemble (model/ensemble.py) exports
+    each member into its own subfolder (m1, m2, ...) beside a gryphone-ensemble.json naming them."""
+    if loaded.members:
+        return export_ensemble(loaded, Path(out), int8, used_ema)
     rec = loaded.recognizer
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,6 +86,18 @@ def export_onnx(loaded: Loaded, out: str | Path, int8: bool = False, used_ema: b
     path.write_text(json.dumps(spec, indent=1))
     (out / "README.md").write_text(folder_readme(spec))
     return path
+
+
+def export_ensemble(loaded: Loaded, out: Path, int8: bool = False, used_ema: bool = True) -> Path:
+    """Each member's export in out/mK, and the ensemble file that lists them (its default decoder kept)."""
+    from .ensemble_spec import ENSEMBLE_FILE, write_ensemble
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = []
+    for k, member in enumerate(loaded.members or [], 1):
+        export_onnx(member, out / f"m{k}", int8, used_ema)
+        names.append(f"m{k}")
+    return write_ensemble(out / ENSEMBLE_FILE, names, loaded.recognizer.default_sampler)
 
 
 def stamp_metadata(out: Path, spec: dict) -> None:

@@ -91,22 +91,19 @@ class ExportedRecognizer:
             s_log, m_log = log_softmax(no_mask(logits[0])), log_softmax(no_mask(logits[1]))
             return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
-        width = spec.beam if spec.sampler == "beam" else 1
-        if width <= 1:
-            ids, probs = greedy(self._token_step(mem), b, self.cfg.max_len, initial_state(self.graph, mem))
-            return finish_tokens(self.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
-        rows, row_probs = [], []
-        for i in range(b):  # one image at a time over `width` rows, as model.search.beam_per_image
-            axis = BATCH_AXIS[self.graph]
-            one = {k: np.repeat(rows_of(v, [i], self.graph), width, axis=axis) for k, v in mem.items()}
-            hyps = beam(self._token_step(one), width, self.cfg.max_len, initial_state(self.graph, one),
-                        lambda state, src: tuple(rows_of(x, src, self.graph) for x in state),
-                        getattr(self.cfg, "length_penalty", 1.0))
-            _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
-            rows.append(ids), row_probs.append(probs)
-        return finish_tokens(self.labels.vocab, rows, row_probs, spec, stats, confidences)
+        return decode_tokens(self, mem, b, spec, stats, confidences)
 
-    def _token_step(self, mem: dict[str, np.ndarray]):
+    # the token-decoding hook decode_tokens runs on (model/onnx_ensemble.py composes its members')
+    def initial_state(self, mem: dict[str, np.ndarray]) -> tuple:
+        return initial_state(self.graph, mem)
+
+    def image_rows(self, mem: dict[str, np.ndarray], i: int, width: int) -> dict[str, np.ndarray]:
+        return {k: np.repeat(rows_of(v, [i], self.graph), width, axis=BATCH_AXIS[self.graph]) for k, v in mem.items()}
+
+    def reorder(self, state: tuple, src: np.ndarray) -> tuple:
+        return tuple(rows_of(x, src, self.graph) for x in state)
+
+    def token_step(self, mem: dict[str, np.ndarray]):
         """One token step of the decoder graph over the rows of `mem` (the encoder's outputs)."""
         names = STEP_STATE[self.graph]
         feeds = {k: v for k, v in mem.items() if k.startswith("mem_")}
@@ -119,6 +116,26 @@ class ExportedRecognizer:
             logits, *rest = self.decoder.run(None, inputs)
             return logits, tuple(rest)
         return token_step
+
+
+def decode_tokens(rec, mem, images: int, spec: DecodeSpec, stats: Counter | None,
+                  confidences: list | None) -> list[str]:
+    """Greedy or beam decoding of a token recognizer's export through its hook: `token_step(mem)`,
+    `initial_state(mem)`, `image_rows(mem, i, width)` (beam search runs one image at a time over `width`
+    rows, as model.search.beam_per_image) and `reorder(state, src)`; `mem` is what `memory` gave for
+    `images` images."""
+    width = spec.beam if spec.sampler == "beam" else 1
+    length_penalty = getattr(rec.cfg, "length_penalty", 1.0)
+    if width <= 1:
+        ids, probs = greedy(rec.token_step(mem), images, rec.cfg.max_len, rec.initial_state(mem))
+        return finish_tokens(rec.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+    rows, row_probs = [], []
+    for i in range(images):
+        one = rec.image_rows(mem, i, width)
+        hyps = beam(rec.token_step(one), width, rec.cfg.max_len, rec.initial_state(one), rec.reorder, length_penalty)
+        _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
+        rows.append(ids), row_probs.append(probs)
+    return finish_tokens(rec.labels.vocab, rows, row_probs, spec, stats, confidences)
 
 
 def rows_of(x: np.ndarray, rows, graph: str) -> np.ndarray:

@@ -15,6 +15,8 @@ through this interface:
 - `recognize(images, spec)`: images -> LaTeX strings (every one parses unless `spec.valid` is off),
   and with `confidences=[]` one confidence per image (model/confidence.py; None where a recognizer
   gives none),
+- `token_steps(images)`: a token recognizer's decoding hook (one decoder step at a time, model.search),
+  which its greedy and beam searches run on and an ensemble averages (model/ensemble.py),
 - `samplers` / `default_sampler`: the decoding options it supports,
 - `flops_per_image(train)`: matmul FLOPs for MFU,
 - `warm_start(log)`: start weights from files named in its config (encoder_init, ...).
@@ -36,6 +38,7 @@ from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import TokenVocab
 
 from .decoding import DecodeSpec, check_decode_spec, finish_tokens
+from .search import TokenSteps
 
 
 @dataclass
@@ -160,6 +163,13 @@ class Recognizer(nn.Module):
         """decode_ids, and each decoded token's probability [B, width - 1] where the recognizer gives
         one (None where it does not: its confidences are None)."""
         return self.decode_ids(images, spec, history), None
+
+    def token_steps(self, images: torch.Tensor) -> TokenSteps:
+        """The token recognizers' step hook (model.search.TokenSteps): images encoded once, then one
+        decoder step at a time, over every image or over `width` rows of one. What their greedy and
+        beam searches run on, and what an ensemble (model/ensemble.py) averages. ValueError for a
+        recognizer that decodes otherwise (GryphOne refines whole answers)."""
+        raise ValueError(f"model.kind {self.kind} has no token step hook (Recognizer.token_steps)")
 
     @torch.no_grad()
     def recognize(self, images: torch.Tensor, spec: DecodeSpec | None = None, history: list | None = None,

@@ -18,6 +18,7 @@ scored as they are. Score = log p / (tokens after start) ** length_penalty.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -27,6 +28,37 @@ from tokenizer.vocab import TokenVocab
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 Step = Callable[[torch.Tensor, int], torch.Tensor]
 Hyp = tuple[float, torch.Tensor]   # (length-normalized log-probability, ids from start to stop)
+
+
+@dataclass(frozen=True)
+class TokenSteps:
+    """A token recognizer's decoding hook over one batch of encoded images (`Recognizer.token_steps`):
+    `rows()` is a step over every image, one row each (greedy); `image(i, width)` is image i's step over
+    `width` rows with `reorder` attached (beam). The encoder has run once when this is made, so a
+    caller that combines several recognizers' steps (model/ensemble.py) pays for each encoder once."""
+    images: int
+    rows: Callable[[], Step]
+    image: Callable[[int, int], Step]
+    max_len: int
+    device: torch.device | str
+
+
+def search_ids(steps: TokenSteps, beam_width: int = 1, length_penalty: float = 1.0) -> torch.Tensor:
+    """Greedy (width 1) or beam search over a TokenSteps: ids [B, <=max_len] (BOS ... EOS PAD)."""
+    if beam_width <= 1:
+        return greedy(steps.rows(), steps.images, steps.max_len, steps.device)
+    return beam_per_image(steps.images, lambda i: steps.image(i, beam_width), beam_width, steps.max_len,
+                          steps.device, length_penalty)
+
+
+def replay_probs(step: Step, ids: torch.Tensor) -> torch.Tensor:
+    """p(ids[:, j + 1] | ids[:, :j + 1]) [B, L - 1] read by feeding `ids` through a fresh step one
+    position at a time: the confidences of a decoder that has no teacher-forced pass of its own."""
+    out = []
+    for pos in range(ids.shape[1] - 1):
+        p = step(ids[:, pos], pos).float().softmax(-1)
+        out.append(p.gather(-1, ids[:, pos + 1, None])[:, 0])
+    return torch.stack(out, 1) if out else ids.new_zeros((ids.shape[0], 0), dtype=torch.float)
 
 
 def with_reorder(step: Step, reorder: Callable[[torch.Tensor], None]) -> Step:

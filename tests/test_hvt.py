@@ -15,8 +15,8 @@ from torch.utils.flop_counter import FlopCounterMode
 import model
 from datasets_prep.render_spec import RenderSpec
 from model.checkpoint import save_checkpoint
-from model.hvt.decoder import EOS, PAD, beam_search, coverage_penalty, lstm_step
-from model.search import greedy
+from model.hvt.decoder import EOS, PAD, coverage_penalty, lstm_step
+from model.search import greedy, search_ids
 from model.errors import RecognizerConfigError
 from model.hvt.recognizer import HVT, HVTConfig, position_encoding
 from model.layers import sincos_1d
@@ -116,9 +116,10 @@ def test_cls_output_reaches_the_initial_state_only_with_cls_init():
 def test_beam_of_one_is_greedy():
     m = tiny(max_len=10)
     with torch.no_grad():
-        memory, state = m.start(torch.rand(4, 1, 32, 64))
-        assert torch.equal(beam_search(m.decoder, memory, state, 10, beam=1), greedy(lstm_step(m.decoder, memory, state), 4, 10, "cpu"))
-        wide = beam_search(m.decoder, memory, state, 10, beam=3)
+        images = torch.rand(4, 1, 32, 64)
+        memory, state = m.start(images)
+        assert torch.equal(search_ids(m.token_steps(images), 1), greedy(lstm_step(m.decoder, memory, state), 4, 10, "cpu"))
+        wide = search_ids(m.token_steps(images), 3)
     assert wide.shape[0] == 4 and wide.shape[1] <= 10 and (wide[:, 0] == 1).all()
 
 

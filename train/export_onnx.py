@@ -7,8 +7,9 @@ Writes encoder.onnx (images -> what the decoder reads: memory keys/values, and H
 state), decoder.onnx (GryphOne: one refinement step of the SAT decoder; the AR baseline and
 PosFormer: one cached token step, PosFormer's carrying its coverage; HVT: one LSTM step with coverage
 attention) and gryphone-onnx.json (render and label specs with the vocabularies, model kind and
-config, sampler settings). The token recognizers decode greedily from the export (beam search stays
-in PyTorch). --int8 adds dynamically quantized copies (encoder.int8.onnx, decoder.int8.onnx) and makes
+config, sampler settings). The token recognizers decode greedily from the export, the AR baseline and HVT also by beam search.
+An ensemble file (model/ensemble_spec.py) exports as one folder per member (m1, m2, ...) beside a
+gryphone-ensemble.json; the folder loads as the ensemble. --int8 adds dynamically quantized copies (encoder.int8.onnx, decoder.int8.onnx) and makes
 them the folder's default. --check decodes a few random images with both PyTorch and ONNX Runtime and
 reports whether they agree. Needs the `onnx` extra.
 
@@ -50,7 +51,12 @@ def check_parity(ckpt: str | None, out: Path, use_ema: bool, n: int = 4, precisi
     want = loaded.recognizer.recognize(images, spec)
     lines = []
     for precision in precisions:
-        got = read_export(out, precision=precision).recognize(images, spec)
+        if loaded.members:  # an ensemble: its folder of member folders loads as one (fp32)
+            if precision != "fp32":
+                continue
+            got = load(out).recognizer.recognize(images, spec)
+        else:
+            got = read_export(out, precision=precision).recognize(images, spec)
         same = sum(x == y for x, y in zip(want, got))
         lines.append(f"check: {same} of {n} random images decode identically ({spec.name}, {precision})")
     return "\n".join(lines)

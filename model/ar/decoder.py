@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tokenizer.vocab import TokenVocab
 
 from ..layers import DecoderBlock, position_table
-from ..search import Step, beam_per_image, kv_rows, with_reorder
+from ..search import Step, with_reorder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -96,10 +96,3 @@ def token_probs(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
     sequence's confidence is read from, for greedy and beam outputs alike."""
     logits = decoder(ids[:, :-1], mem_kv)
     return logits.float().softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
-
-
-@torch.no_grad()
-def beam_search(decoder: ARDecoder, mem_kv, beam: int = 5, length_penalty: float = 1.0) -> torch.Tensor:
-    """model.search.beam, one image at a time: the best hypothesis per image, padded."""
-    return beam_per_image(mem_kv[0][0].shape[0], lambda i: cached_step(decoder, kv_rows(mem_kv, i, beam)), beam,
-                          decoder.max_len, mem_kv[0][0].device, length_penalty)

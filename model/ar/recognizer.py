@@ -14,9 +14,9 @@ from tokenizer.label_spec import LabelSpec
 from ..encoder import ViTConfig, build_vit, vit_flops
 from ..layers import decoder_flops
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..search import greedy
+from ..search import TokenSteps, greedy, kv_rows, search_ids
 from ..warm_start import encoder_from_file
-from .decoder import ARDecoder, ar_loss, beam_search, cached_step, static_step, token_probs
+from .decoder import ARDecoder, ar_loss, cached_step, static_step, token_probs
 
 
 @dataclass
@@ -78,12 +78,19 @@ class ARRecognizer(Recognizer):
                       history: list | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self._decode(images, spec, scored=True)
 
+    def token_steps(self, images: torch.Tensor) -> TokenSteps:
+        return self._steps(self.decoder.memory_kv(self.encoder(images)), images)
+
+    def _steps(self, mem_kv, images: torch.Tensor) -> TokenSteps:
+        dec = self.decoder
+        return TokenSteps(images.shape[0], lambda: cached_step(dec, mem_kv),
+                          lambda i, width: cached_step(dec, kv_rows(mem_kv, i, width)), self.cfg.max_len, images.device)
+
     def _decode(self, images: torch.Tensor, spec: DecodeSpec, scored: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         mem_kv = self.decoder.memory_kv(self.encoder(images))
         beam = spec.beam if spec.sampler == "beam" else 1
-        if beam <= 1:
-            step = (static_step if self.static_decoding else cached_step)(self.decoder, mem_kv)
-            ids = greedy(step, images.shape[0], self.cfg.max_len, images.device)
+        if beam <= 1 and self.static_decoding:
+            ids = greedy(static_step(self.decoder, mem_kv), images.shape[0], self.cfg.max_len, images.device)
         else:
-            ids = beam_search(self.decoder, mem_kv, beam)
+            ids = search_ids(self._steps(mem_kv, images), beam)
         return ids, token_probs(self.decoder, mem_kv, ids) if scored else None

@@ -8,9 +8,8 @@ never (under-parsing). The convolution is 2D because the memory is a 2D feature 
 rows and columns, and a 1D convolution over the flattened grid would join the end of one row to the
 start of the next and keep vertical neighbours a whole row apart.
 
-Greedy decoding is batched (model.search over `lstm_step`); beam search runs one image at a time,
-WAP style: a hypothesis that emits EOS leaves the beam and the beam shrinks by one, so a beam of
-width 1 is greedy decoding.
+Greedy decoding is batched (model.search over `lstm_step`); beam search is model.search's, one image
+at a time over `image_rows` (so a beam of width 1 is greedy decoding).
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Step, beam_per_image, with_reorder
+from ..search import Step, with_reorder
 
 PAD, BOS, EOS = TokenVocab.PAD, TokenVocab.BOS, TokenVocab.EOS
 
@@ -173,13 +172,7 @@ def lstm_step(decoder: CoverageLSTMDecoder, memory: Memory, state: State) -> Ste
     return with_reorder(step, reorder)
 
 
-@torch.no_grad()
-def beam_search(decoder: CoverageLSTMDecoder, memory: Memory, state: State, max_len: int, beam: int,
-                length_penalty: float = 1.0) -> torch.Tensor:
-    """model.search.beam, one image at a time: the best hypothesis per image, padded."""
-    dev = memory.values.device
-
-    def step_for(i: int) -> Step:
-        one = Memory(memory.values[i: i + 1], memory.keys[i: i + 1]).expand(beam)
-        return lstm_step(decoder, one, state.select(torch.full((beam,), i, dtype=torch.long, device=dev)))
-    return beam_per_image(memory.values.shape[0], step_for, beam, max_len, dev, length_penalty)
+def image_rows(memory: Memory, state: State, i: int, rows: int) -> tuple[Memory, State]:
+    """Image i's memory and starting state shared by `rows` rows (one beam's)."""
+    one = Memory(memory.values[i: i + 1], memory.keys[i: i + 1]).expand(rows)
+    return one, state.select(torch.full((rows,), i, dtype=torch.long, device=memory.values.device))

@@ -22,8 +22,8 @@ from tokenizer.label_spec import LabelSpec
 from ..errors import RecognizerConfigError
 from ..layers import EncoderBlock, sincos_1d, sincos_2d
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..search import greedy
-from .decoder import CoverageLSTMDecoder, Memory, State, beam_search, lstm_step, teacher_forced_loss
+from ..search import TokenSteps, search_ids
+from .decoder import CoverageLSTMDecoder, Memory, State, image_rows, lstm_step, teacher_forced_loss
 from .resnet import ResNet, Stride
 
 HVT_PAPER = dict(res_channels=(64, 128, 256, 512), res_blocks=(3, 4, 6, 2),
@@ -176,12 +176,17 @@ class HVT(Recognizer):
         logits, _ = self.decoder.teacher_forced(ids, state, memory)
         return ids, logits.float().softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
 
-    def _decode(self, memory: Memory, state: State, spec: DecodeSpec) -> torch.Tensor:
-        beam = spec.beam if spec.sampler == "beam" else 1
-        if beam <= 1:
-            return greedy(lstm_step(self.decoder, memory, state), memory.values.shape[0], self.cfg.max_len,
+    def token_steps(self, images: torch.Tensor) -> TokenSteps:
+        return self._steps(*self.start(images))
+
+    def _steps(self, memory: Memory, state: State) -> TokenSteps:
+        dec = self.decoder
+        return TokenSteps(memory.values.shape[0], lambda: lstm_step(dec, memory, state),
+                          lambda i, width: lstm_step(dec, *image_rows(memory, state, i, width)), self.cfg.max_len,
                           memory.values.device)
-        return beam_search(self.decoder, memory, state, self.cfg.max_len, beam)
+
+    def _decode(self, memory: Memory, state: State, spec: DecodeSpec) -> torch.Tensor:
+        return search_ids(self._steps(memory, state), spec.beam if spec.sampler == "beam" else 1)
 
     def onnx_graphs(self):
         from ..onnx_graphs import OnnxGraphs, lstm_step_examples

@@ -37,11 +37,11 @@ from ..encoder import ViTConfig, build_vit, vit_flops
 from ..errors import RecognizerConfigError
 from ..layers import decoder_flops, sincos_1d
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..search import greedy
+from ..search import TokenSteps, kv_rows, search_ids
 from ..warm_start import encoder_from_file
 from .decoder import CoverageDecoder, TokenDecoder
 from .densenet import DenseNetEncoder, densenet_flops
-from .search import PAD, beam_search, bidirectional_search, coverage_step, reverse_ids, reverse_like, token_probs
+from .search import PAD, bidirectional_search, coverage_step, reverse_ids, reverse_like, token_probs
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 
 CORRECTIONS = ("iac", "arm", "none")
@@ -242,13 +242,22 @@ class PosFormer(Recognizer):
         ids = self._decode(kv, spec)
         return ids, token_probs(self.decoder, kv, ids, self.keep)
 
+    def token_steps(self, images: torch.Tensor) -> TokenSteps:
+        """Left to right (a bidirectional model's right-to-left reading and rescoring stay in its own
+        beam search)."""
+        return self._steps(self.decoder.stack.memory_kv(self.encode(images)))
+
+    def _steps(self, kv) -> TokenSteps:
+        dec, keep = self.decoder, self.keep
+        return TokenSteps(kv[0][0].shape[0], lambda: coverage_step(dec, kv, keep),
+                          lambda i, width: coverage_step(dec, kv_rows(kv, i, width), keep), self.cfg.max_len,
+                          kv[0][0].device)
+
     def _decode(self, kv, spec: DecodeSpec) -> torch.Tensor:
         beam = spec.beam if spec.sampler == "beam" else 1
-        if beam <= 1:
-            return greedy(coverage_step(self.decoder, kv, self.keep), kv[0][0].shape[0], self.cfg.max_len,
-                          kv[0][0].device)
-        search = bidirectional_search if self.cfg.bidirectional else beam_search
-        return search(self.decoder, kv, self.keep, self.cfg.max_len, beam, self.cfg.length_penalty)
+        if beam > 1 and self.cfg.bidirectional:
+            return bidirectional_search(self.decoder, kv, self.keep, self.cfg.max_len, beam, self.cfg.length_penalty)
+        return search_ids(self._steps(kv), beam, self.cfg.length_penalty)
 
 
 def _check(cfg: PosFormerConfig) -> None:

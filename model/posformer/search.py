@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Hyp, Step, beam_per_image, kv_rows, pad_rows, with_reorder
+from ..search import Hyp, Step, kv_rows, pad_rows, with_reorder
 from ..search import beam as search_beam
 from .decoder import StepState, TokenDecoder
 
@@ -37,14 +37,6 @@ def beam_one(dec: TokenDecoder, kv, keep: torch.Tensor, max_len: int, beam: int,
     direction `start` ... `stop`: the finished hypotheses."""
     return search_beam(coverage_step(dec, kv, keep), beam, max_len, kv[0][0].device, start=start, stop=stop,
                        length_penalty=length_penalty)
-
-
-@torch.no_grad()
-def beam_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len: int, beam: int,
-                length_penalty: float = 1.0) -> torch.Tensor:
-    """Left-to-right beam search, one image at a time: the best hypothesis per image, padded."""
-    return beam_per_image(mem_kv[0][0].shape[0], lambda i: coverage_step(dec, kv_rows(mem_kv, i, beam), keep), beam,
-                          max_len, mem_kv[0][0].device, length_penalty)
 
 
 def reverse_ids(ids: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,128 @@
+"""The ensemble file: several trained token recognizers that decode as one (model/ensemble.py,
+model/onnx_ensemble.py). Torch-free, so an exported ensemble loads without PyTorch.
+
+An ensemble is a small JSON file beside its members:
+
+    {"format": "gryphone-ensemble-1", "members": ["a.pt", "b.pt"], "combine": "mean-log-prob",
+     "sampler": "greedy", "beam": 1, "sha256": ["<hex>", "<hex>"]}
+
+`members` are plain names in the file's own folder: checkpoints (train.run's, or their slim shipped
+form) or folders written by train.export_onnx, all of one sort. A folder whose `gryphone-ensemble.json`
+is such a file is the ensemble too (what train.export_onnx writes for one). `sha256`, when given, is
+each member checkpoint's digest, checked on load (the shipped ensembles carry it). The file is
+untrusted input like a checkpoint: its size is capped, its fields type-checked, and a member name that
+could reach outside the folder (a path, `..`, a link out of it) is refused.
+
+`combine`: "mean-log-prob", the one rule: at each step the members' log-probabilities of the next token
+are averaged (a normalized geometric mean of their distributions). On the CROHME validation split it
+read as much as averaging probabilities (BENCHMARKS.md, "An ensemble of AR readers").
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets_prep.local_files import FileRefused, read_capped
+from datasets_prep.names import is_plain
+
+from .errors import CheckpointError
+
+ENSEMBLE_FORMAT = "gryphone-ensemble-1"
+ENSEMBLE_FILE = "gryphone-ensemble.json"   # its name inside a folder (an exported ensemble)
+COMBINE = ("mean-log-prob",)
+MAX_MEMBERS = 16
+MAX_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class EnsembleSpec:
+    path: Path                      # the JSON file
+    members: tuple[Path, ...]       # each member's path, inside the file's folder
+    sha256: tuple[str | None, ...]  # each member checkpoint's expected digest (None: not checked)
+    combine: str = "mean-log-prob"
+    sampler: str = "greedy"         # the default decoder
+    beam: int = 1
+
+
+def ensemble_file(path: str | Path) -> Path | None:
+    """The ensemble file `path` names (itself, or a folder's gryphone-ensemble.json), or None when `path`
+    is not one: a .json file whose "format" is the ensemble's is one, any other .json is refused later by
+    read_ensemble with its reason."""
+    path = Path(path)
+    if path.is_dir():
+        return path / ENSEMBLE_FILE if (path / ENSEMBLE_FILE).is_file() else None
+    return path if path.suffix == ".json" and path.is_file() else None
+
+
+def read_ensemble(path: str | Path) -> EnsembleSpec:
+    """The validated ensemble file; CheckpointError naming the file and the cause otherwise."""
+    path = Path(path)
+    try:
+        spec = json.loads(read_capped(path, MAX_BYTES))
+    except FileRefused as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(spec, dict) or spec.get("format") != ENSEMBLE_FORMAT:
+        found = spec.get("format") if isinstance(spec, dict) else type(spec).__name__
+        raise CheckpointError(f"{path}: not a gryphone ensemble (format {found!r}, expected {ENSEMBLE_FORMAT!r})")
+    try:
+        return _checked(path, spec)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def _checked(path: Path, spec: dict) -> EnsembleSpec:
+    members = spec.get("members")
+    if not isinstance(members, list) or not 1 <= len(members) <= MAX_MEMBERS:
+        raise ValueError(f"members must list 1 to {MAX_MEMBERS} files")
+    folder = path.parent.resolve()
+    paths = []
+    for name in members:
+        if not is_plain(name):
+            raise ValueError(f"member {ascii(name)[:60]} is not a plain name in the ensemble's folder")
+        where = path.parent / name
+        if where.resolve().parent != folder:
+            raise ValueError(f"member {name!r} leads outside the ensemble's folder")
+        if not where.exists():
+            raise ValueError(f"member {name!r} is missing")
+        paths.append(where)
+    sha = spec.get("sha256", [None] * len(members))
+    if not isinstance(sha, list) or len(sha) != len(members) or not all(
+            s is None or (isinstance(s, str) and len(s) == 64 and all(c in "0123456789abcdef" for c in s)) for s in sha):
+        raise ValueError("sha256 must list one hex digest (or null) per member")
+    combine = spec.get("combine", COMBINE[0])
+    if combine not in COMBINE:
+        raise ValueError(f"combine {combine!r} is not one of {', '.join(COMBINE)}")
+    sampler, beam = spec.get("sampler", "greedy"), spec.get("beam", 1)
+    if sampler not in ("greedy", "beam") or not isinstance(beam, int) or isinstance(beam, bool) or not 1 <= beam <= 64:
+        raise ValueError(f"sampler must be greedy or beam and beam 1..64, got {sampler!r}, {beam!r}")
+    return EnsembleSpec(path, tuple(paths), tuple(sha), combine, sampler, beam)
+
+
+def check_members(members: list, names: list[str]) -> None:
+    """ValueError naming the first member that cannot join: members decode tokens (not GryphOne's SAT
+    refinement), into one vocabulary, from images drawn one way. `members`: recognizers or exports (each
+    with kind, label_kind, labels and render)."""
+    for name, m in zip(names, members):
+        if m.label_kind != "token":
+            raise ValueError(f"{name}: a {m.kind} model refines whole answers; only token recognizers ensemble")
+    first = members[0]
+    for name, m in zip(names, members):
+        if list(m.labels.vocab.tokens) != list(first.labels.vocab.tokens):
+            raise ValueError(f"{name}: its vocabulary differs from {names[0]}'s (members must share one)")
+        if m.render != first.render:
+            raise ValueError(f"{name}: it reads images drawn otherwise than {names[0]} ({m.render} vs {first.render})")
+
+
+def write_ensemble(path: str | Path, members: list[str], sampler: str = "greedy", beam: int = 1,
+                   sha256: list[str | None] | None = None) -> Path:
+    """Write an ensemble file listing `members` (plain names in its folder); returns its path, read back
+    (so what is written is what loads)."""
+    path = Path(path)
+    spec = {"format": ENSEMBLE_FORMAT, "members": list(members), "combine": COMBINE[0], "sampler": sampler,
+            "beam": int(beam), "sha256": list(sha256) if sha256 is not None else [None] * len(members)}
+    path.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
+    read_ensemble(path)
+    return path

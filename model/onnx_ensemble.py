@@ -1,0 +1,72 @@
+"""An ensemble of exported token recognizers (model/ensemble.py's rule, torch-free): each member's
+ONNX graphs run as in model/onnx_runtime.py, and at every step their log-probabilities are averaged.
+The state carried between steps is the tuple of the members' states, so greedy and beam search are the
+same NumPy loops (onnx_runtime.decode_tokens) as for one model."""
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+import numpy as np
+
+from .decoding import DecodeSpec, check_decode_spec
+from .ensemble_spec import EnsembleSpec, check_members
+from .onnx_runtime import EXPORT_FORMAT, ExportedRecognizer, decode_tokens
+from .onnx_samplers import log_softmax
+
+
+class ExportedEnsemble:
+    """The seam's decoding half over several ExportedRecognizers, as EnsembleRecognizer over checkpoints."""
+
+    step_samplers = ()
+    label_kind = "token"
+    kind = "ensemble"
+
+    def __init__(self, members: list[ExportedRecognizer], spec: EnsembleSpec, names: list[str]):
+        check_members(members, names)
+        self.members = members
+        self.render, self.labels = members[0].render, members[0].labels
+        self.cfg = SimpleNamespace(kind="ensemble", max_len=min(m.cfg.max_len for m in members),
+                                   members=len(members), member_kinds=tuple(m.kind for m in members))
+        self.samplers = tuple(s for s in ("greedy", "beam") if all(s in m.samplers for m in members))
+        self.default_sampler = spec.sampler if spec.sampler in self.samplers else "greedy"
+        self.precision = members[0].precision
+        self.state = {"format": EXPORT_FORMAT, "step": sum(int(m.state["step"]) for m in members),
+                      "train_config": members[0].state["train_config"]}
+
+    def targets(self, latex: str) -> dict[str, np.ndarray]:
+        return {"tokens": self.labels.vocab.encode(latex, self.cfg.max_len)}
+
+    def check_spec(self, spec: DecodeSpec) -> None:
+        check_decode_spec("ensemble (ONNX export)", self.samplers, spec)
+
+    def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
+                  stats: Counter | None = None, confidences: list | None = None) -> list[str]:
+        spec = spec or DecodeSpec(self.default_sampler)
+        self.check_spec(spec)
+        if hasattr(images, "detach"):
+            images = images.detach().cpu().numpy()
+        images = np.ascontiguousarray(images, dtype=np.float32)
+        return decode_tokens(self, self.memory(images), images.shape[0], spec, stats, confidences)
+
+    # decode_tokens' hook: each member's, over a list of their memories / a tuple of their states
+    def memory(self, images: np.ndarray) -> list[dict[str, np.ndarray]]:
+        return [m.memory(images) for m in self.members]
+
+    def initial_state(self, mem: list) -> tuple:
+        return tuple(m.initial_state(x) for m, x in zip(self.members, mem))
+
+    def image_rows(self, mem: list, i: int, width: int) -> list:
+        return [m.image_rows(x, i, width) for m, x in zip(self.members, mem)]
+
+    def reorder(self, state: tuple, src: np.ndarray) -> tuple:
+        return tuple(m.reorder(s, src) for m, s in zip(self.members, state))
+
+    def token_step(self, mem: list):
+        steps = [m.token_step(x) for m, x in zip(self.members, mem)]
+
+        def step(token: np.ndarray, position: np.ndarray, state: tuple):
+            outs = [s(token, position, st) for s, st in zip(steps, state)]
+            logp = np.mean([log_softmax(o[0].astype(np.float32)) for o in outs], axis=0)
+            return logp, tuple(o[1] for o in outs)
+        return step
