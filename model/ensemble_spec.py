@@ -6,8 +6,9 @@ An ensemble is a small JSON file beside its members:
     {"format": "gryphone-ensemble-1", "members": ["a.pt", "b.pt"], "combine": "mean-log-prob",
      "sampler": "greedy", "beam": 1, "sha256": ["<hex>", "<hex>"]}
 
-`members` are plain names in the file's own folder: checkpoints (train.run's, or their slim shipped
-form) or folders written by train.export_onnx, all of one sort. A folder whose `gryphone-ensemble.json`
+`members` are relative paths inside the file's own folder (`a.pt`, `run-1/ckpt.pt`, `run-1`):
+checkpoints (train.run's, its run folders, or their slim shipped form) or folders written by
+train.export_onnx, all of one sort. `python -m train.ensemble` writes one. A folder whose `gryphone-ensemble.json`
 is such a file is the ensemble too (what train.export_onnx writes for one). `sha256`, when given, is
 each member checkpoint's digest, checked on load (the shipped ensembles carry it). The file is
 untrusted input like a checkpoint: its size is capped, its fields type-checked, and a member name that
@@ -39,6 +40,7 @@ MAX_BYTES = 64 * 1024
 class EnsembleSpec:
     path: Path                      # the JSON file
     members: tuple[Path, ...]       # each member's path, inside the file's folder
+    names: tuple[str, ...]          # as the file spells them
     sha256: tuple[str | None, ...]  # each member checkpoint's expected digest (None: not checked)
     combine: str = "mean-log-prob"
     sampler: str = "greedy"         # the default decoder
@@ -80,10 +82,11 @@ def _checked(path: Path, spec: dict) -> EnsembleSpec:
     folder = path.parent.resolve()
     paths = []
     for name in members:
-        if not is_plain(name):
-            raise ValueError(f"member {ascii(name)[:60]} is not a plain name in the ensemble's folder")
-        where = path.parent / name
-        if where.resolve().parent != folder:
+        parts = name.split("/") if isinstance(name, str) else []
+        if not parts or not all(is_plain(part) for part in parts):
+            raise ValueError(f"member {ascii(name)[:60]} is not a relative path of plain names in the ensemble's folder")
+        where = path.parent.joinpath(*parts)
+        if not where.resolve().is_relative_to(folder):
             raise ValueError(f"member {name!r} leads outside the ensemble's folder")
         if not where.exists():
             raise ValueError(f"member {name!r} is missing")
@@ -98,7 +101,7 @@ def _checked(path: Path, spec: dict) -> EnsembleSpec:
     sampler, beam = spec.get("sampler", "greedy"), spec.get("beam", 1)
     if sampler not in ("greedy", "beam") or not isinstance(beam, int) or isinstance(beam, bool) or not 1 <= beam <= 64:
         raise ValueError(f"sampler must be greedy or beam and beam 1..64, got {sampler!r}, {beam!r}")
-    return EnsembleSpec(path, tuple(paths), tuple(sha), combine, sampler, beam)
+    return EnsembleSpec(path, tuple(paths), tuple(members), tuple(sha), combine, sampler, beam)
 
 
 def check_members(members: list, names: list[str]) -> None:
@@ -118,8 +121,8 @@ def check_members(members: list, names: list[str]) -> None:
 
 def write_ensemble(path: str | Path, members: list[str], sampler: str = "greedy", beam: int = 1,
                    sha256: list[str | None] | None = None) -> Path:
-    """Write an ensemble file listing `members` (plain names in its folder); returns its path, read back
-    (so what is written is what loads)."""
+    """Write an ensemble file listing `members` (relative paths inside its folder); returns its path, read
+    back (so what is written is what loads)."""
     path = Path(path)
     spec = {"format": ENSEMBLE_FORMAT, "members": list(members), "combine": COMBINE[0], "sampler": sampler,
             "beam": int(beam), "sha256": list(sha256) if sha256 is not None else [None] * len(members)}

@@ -48,12 +48,18 @@ def load(path: str | Path | None = None, device: Any = "cpu", use_ema: bool = Tr
     Without a path (or with a shipped model's name), the weights gryphone ships (model/shipped.py):
     the default for `use` ('read', or 'page' for the drawing page)."""
     path, item = resolve(path, use)
-    if path.is_dir() and not is_export(path) and (path / "ckpt.pt").is_file():
-        path = path / "ckpt.pt"  # a run folder (train.run --out): its checkpoint
+    path = run_checkpoint(path)
     spec_file = ensemble_file(path)
     loaded = _load_ensemble(spec_file, device, use_ema) if spec_file else _load_path(path, device, use_ema)
     loaded.shipped = item
     return loaded
+
+
+def run_checkpoint(path: Path) -> Path:
+    """A run folder (train.run --out) -> its checkpoint; any other path as it is."""
+    if path.is_dir() and not is_export(path) and (path / "ckpt.pt").is_file():
+        return path / "ckpt.pt"
+    return path
 
 
 def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
@@ -63,14 +69,15 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
     spec = read_ensemble(path)
     members = []
     for member, digest in zip(spec.members, spec.sha256):
+        member = run_checkpoint(member)
         if ensemble_file(member):
-            raise CheckpointError(f"{path}: member {member.name!r} is itself an ensemble; list its members instead")
-        if digest is not None and not member.is_dir():
+            raise CheckpointError(f"{path}: member {member} is itself an ensemble; list its members instead")
+        if digest is not None and member.is_file():
             got = hashlib.sha256(member.read_bytes()).hexdigest()
             if got != digest:
                 raise CheckpointError(f"{member}: damaged (SHA-256 {got[:12]}..., {path.name} says {digest[:12]}...)")
         members.append(_load_path(member, device, use_ema))
-    names = [m.name for m in spec.members]
+    names = list(spec.names)
     exported = [isinstance(m.recognizer, ExportedRecognizer) for m in members]
     try:
         if all(exported):

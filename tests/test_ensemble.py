@@ -90,8 +90,11 @@ def test_an_ensemble_file_loads_checkpoints_and_checks_their_digests(tmp_path):
 
 
 @pytest.mark.parametrize("spec, cause", [
-    ({"members": ["../a.pt"]}, "not a plain name"),
-    ({"members": ["/etc/passwd"]}, "not a plain name"),
+    ({"members": ["../a.pt"]}, "not a relative path"),
+    ({"members": ["/etc/passwd"]}, "not a relative path"),
+    ({"members": ["sub/../../a.pt"]}, "not a relative path"),
+    ({"members": ["a.pt/"]}, "not a relative path"),
+    ({"members": [3]}, "not a relative path"),
     ({"members": ["missing.pt"]}, "missing"),
     ({"members": []}, "members must list"),
     ({"members": ["a.pt"], "combine": "max"}, "combine"),
@@ -151,9 +154,65 @@ def test_an_exported_ensemble_decodes_what_the_checkpoints_do(tmp_path):
         assert conf_o == pytest.approx(conf_t, abs=1e-4)
 
 
+NO_TORCH = """
+import importlib.abc, json, sys
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is blocked by the test")
+sys.meta_path.insert(0, NoTorch())
+import numpy as np
+from model import DecodeSpec, load
+rec = load(sys.argv[1]).recognizer
+print(json.dumps(rec.recognize(np.load(sys.argv[2]), DecodeSpec("greedy", valid=False))))
+"""
+
+
+def test_an_exported_ensemble_reads_without_torch(tmp_path):
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from model.onnx_export import export_onnx
+
+    _save(_model("ar", 0), tmp_path / "a.pt"), _save(_model("ar", 1), tmp_path / "b.pt")
+    ens = load(write_ensemble(tmp_path / "ens.json", ["a.pt", "b.pt"]))
+    export_onnx(ens, tmp_path / "onnx")
+    images = torch.rand(2, 1, 32, 128)
+    np.save(tmp_path / "x.npy", images.numpy())
+    res = subprocess.run([sys.executable, "-c", NO_TORCH, str(tmp_path / "onnx"), str(tmp_path / "x.npy")],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout) == ens.recognizer.recognize(images, DecodeSpec("greedy", valid=False))
+
+
 def test_an_ensemble_is_not_trained():
     ens = EnsembleRecognizer([_model("ar", 0)])
     with pytest.raises(ValueError, match="train its members"):
         ens.loss(torch.rand(1, 1, 32, 128), {})
     with pytest.raises(ValueError, match="refines whole answers"):
         EnsembleRecognizer([_model("diffusion", 0)])
+
+
+def test_the_ensemble_cli_writes_a_file_that_loads_and_keeps_nothing_on_failure(tmp_path, capsys):
+    from train import ensemble as cli
+
+    (tmp_path / "r1").mkdir(), (tmp_path / "r2").mkdir()
+    _save(_model("ar", 0), tmp_path / "r1" / "ckpt.pt"), _save(_model("hvt", 1), tmp_path / "r2" / "ckpt.pt")
+    _save(_model("diffusion", 0), tmp_path / "g.pt")
+    out = tmp_path / "ens.json"
+    assert cli.main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--out", str(out), "--digests",
+                     "--sampler", "beam", "--beam", "3"]) == 0
+    spec = read_ensemble(out)
+    assert spec.names == ("r1/ckpt.pt", "r2/ckpt.pt") and all(spec.sha256) and (spec.sampler, spec.beam) == ("beam", 3)
+    assert isinstance(load(out).recognizer, EnsembleRecognizer)
+    assert cli.main([str(tmp_path / "r1"), "--out", str(tmp_path / "sub" / "e.json")]) == 1
+    assert "outside" in capsys.readouterr().err
+    assert cli.main([str(tmp_path / "r1"), str(tmp_path / "g.pt"), "--out", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err
+    assert "refines whole answers" in err and str(tmp_path / "bad.json") in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".json") == ["ens.json"]
+    with pytest.raises(SystemExit):
+        cli.main([str(tmp_path / "r1"), "--out", str(tmp_path / "e.txt")])

@@ -15,7 +15,7 @@ from datasets_prep.shards import load_split, split_names
 from model import CheckpointError, load
 from model.shipped import ShippedWeightsError, resolve, shipped, shipped_names, verified
 from serve_helpers import micro_checkpoint, micro_data
-from train.ship import place
+from train.ship import main as ship_main, place, place_ensemble
 
 
 @pytest.fixture()
@@ -111,6 +111,34 @@ def test_a_shipped_printed_model_is_what_printed_input_gets(weights, tmp_path, c
     finally:
         _backend.cache_clear()
     assert _printed_backend(None, "cpu").kind == "ar" and _printed_backend("none", "cpu") is None
+
+
+def test_an_ensemble_of_shipped_models_ships_without_copying_weights(weights, tmp_path):
+    """--members: NAME.json lists the members' checkpoints with their digests; the default then loads
+    as an ensemble, and a damaged member is refused by name."""
+    from model.ensemble import EnsembleRecognizer
+
+    ar20, ar30 = micro_checkpoint(tmp_path, "ar", steps=20), micro_checkpoint(tmp_path, "ar", steps=30)
+    place(ar20, "micro-a", "greedy", 1, "a", [], weights, onnx=False)
+    place(ar30, "micro-b", "greedy", 1, "b", [], weights, onnx=False)
+    entry = place_ensemble("micro-ab", ["micro-a", "micro-b"], "beam", 3, "both", ["read"], weights)
+    assert (entry["kind"], entry["checkpoint"], entry["onnx"], entry["members"]) == (
+        "ensemble", "micro-ab.json", None, ["micro-a", "micro-b"])
+    assert sorted(p.name for p in weights.glob("*.pt")) == ["micro-a.pt", "micro-b.pt", "micro-g.pt"]
+    loaded = load()
+    assert isinstance(loaded.recognizer, EnsembleRecognizer) and loaded.shipped.name == "micro-ab"
+    assert (loaded.shipped.sampler, loaded.shipped.beam) == ("beam", 3)
+    with pytest.raises(ValueError, match="not shipped"):
+        place_ensemble("x", ["micro-a", "nope"], "greedy", 1, "", [], weights)
+    with pytest.raises(CheckpointError, match="refines whole answers"):
+        place_ensemble("x", ["micro-a", "micro-g"], "greedy", 1, "", [], weights)
+    assert not (weights / "x.json").exists()
+    with pytest.raises(SystemExit) as stop:
+        ship_main(["--members", "micro-a", "--name", "y", "--sampler", "remask", "--summary", "", "--folder", str(weights)])
+    assert stop.value.code == 2
+    (weights / "micro-b.pt").write_bytes((weights / "micro-b.pt").read_bytes() + b"\0")
+    with pytest.raises(CheckpointError, match="micro-b.pt: damaged"):
+        load()
 
 
 def test_place_refuses_a_decoder_the_model_lacks(tmp_path):

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("datasets_prep.synth.__main__", "synthetic ink or printed formulas from LaTeX (python -m datasets_prep.synth)"),
     "bank": ("datasets_prep.synth.bank", "a glyph bank of real handwritten symbols (python -m datasets_prep.synth.bank)"),
     "compare": ("train.compare", "several runs' quick evals against training minutes: a table and a picture"),
+    "ensemble": ("train.ensemble", "join trained token recognizers into one reader (python -m train.ensemble)"),
     "ship": ("train.ship", "place a trained checkpoint among the shipped weights (python -m train.ship)"),
 }
 

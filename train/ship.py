@@ -4,10 +4,16 @@ models were placed:
     python -m train.ship --ckpt runs/crohme-ship/ckpt.pt --name crohme-gryphone --sampler mask-predict --T 10 \\
         --summary "GryphOne, CROHME 2014 train, ..." --default read,page
 
+    python -m train.ship --members crohme-ar,crohme-ar-2 --name crohme-ar-ens --sampler greedy \\
+        --summary "two AR readers, ..." --default read
+
 Writes `NAME.pt` (the EMA weights, or the raw ones with --no-ema, and the specs: no optimizer, no RNG
 state; a fraction of the run's checkpoint), `NAME-onnx/` (train.export_onnx's folder, fp32; skipped
 with --no-onnx or without the onnx extra) and the model's entry in `manifest.json` (its SHA-256, its
 decoder, its one-line summary, the data's terms), refusing a file over the repository's 16 MB cap.
+With --members (models already shipped), it writes an ensemble instead (model/ensemble_spec.py):
+`NAME.json` listing the members' checkpoints with their SHA-256, `NAME-onnx.json` listing their ONNX
+folders, and the entry; no weights are copied.
 The model card beside them (MODEL_CARD.md) is written by people: it quotes measured figures.
 """
 from __future__ import annotations
@@ -38,8 +44,7 @@ def slim_state(state: dict, use_ema: bool = True) -> dict:
 def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: list[str], folder: Path = WEIGHTS_DIR,
           use_ema: bool = True, onnx: bool = True, terms: str = CROHME_TERMS, beam: int = 1) -> dict:
     """Write NAME.pt (+ NAME-onnx/) into `folder` and its manifest entry; returns the entry."""
-    if not name or not all(c.isalnum() or c in "-_" for c in name):
-        raise ValueError(f"--name {name!r}: letters, digits, '-' and '_' only")
+    _check_name(name)
     state = load_checkpoint(ckpt)
     if state.get("format") != FORMAT:
         raise CheckpointError(f"{ckpt}: format {state.get('format')!r}; only {FORMAT} checkpoints ship")
@@ -69,6 +74,51 @@ def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: l
     return entry
 
 
+def place_ensemble(name: str, members: list[str], sampler: str, beam: int, summary: str, defaults: list[str],
+                   folder: Path = WEIGHTS_DIR) -> dict:
+    """Write NAME.json (+ NAME-onnx.json where every member has an ONNX folder) over shipped members and
+    its manifest entry; returns the entry."""
+    from model import load
+    from model.ensemble_spec import write_ensemble
+
+    _check_name(name)
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text()) if path.is_file() else {}
+    shipped = manifest.get("models", {})
+    missing = [m for m in members if m not in shipped]
+    if missing or not members:
+        raise ValueError(f"--members: {', '.join(missing) or 'none given'} not shipped in {folder} "
+                         "(ship each with --ckpt first)")
+    entries = [shipped[m] for m in members]
+    if any(e["kind"] == "ensemble" for e in entries):
+        raise ValueError("--members: an ensemble cannot be a member; list its members")
+    target = write_ensemble(folder / f"{name}.json", [e["checkpoint"] for e in entries], sampler, beam,
+                            [e["sha256"] for e in entries])
+    try:
+        load(target)  # the members join (one vocabulary, one canvas, token recognizers)
+    except (CheckpointError, ValueError):
+        target.unlink()
+        raise
+    onnx = None
+    if all(e.get("onnx") for e in entries):
+        onnx = write_ensemble(folder / f"{name}-onnx.json", [e["onnx"] for e in entries], sampler, beam).name
+    terms = sorted({e.get("data_terms", "") for e in entries})
+    entry = {"checkpoint": target.name, "onnx": onnx, "kind": "ensemble", "sampler": sampler, "T": 1, "beam": int(beam),
+             "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
+             "step": sum(int(e.get("step", 0)) for e in entries), "data_terms": "; ".join(t for t in terms if t),
+             "members": list(members)}
+    manifest["models"][name] = entry
+    for use in defaults:
+        manifest["default"][use] = name
+    atomic_write_json(path, manifest)
+    return entry
+
+
+def _check_name(name: str) -> None:
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ValueError(f"--name {name!r}: letters, digits, '-' and '_' only")
+
+
 def _export(ckpt: Path, out: Path) -> str | None:
     from model import load
     from model.onnx_export import export_onnx
@@ -89,7 +139,9 @@ def _export(ckpt: Path, out: Path) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m train.ship", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True, type=Path, help="a checkpoint written by train.run")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--ckpt", type=Path, help="a checkpoint written by train.run")
+    what.add_argument("--members", help="comma-separated shipped models to ship as an ensemble of them")
     ap.add_argument("--name", required=True, help="the shipped model's name (file stem, --ckpt NAME)")
     ap.add_argument("--sampler", required=True, help="its default decoder, as chosen on a validation split")
     ap.add_argument("--T", type=int, default=10, help="its default diffusion steps (default: %(default)s)")
@@ -107,8 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"--default {bad[0]!r}: one of {', '.join(USES)}")
     try:
-        entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
-                      not args.no_ema, not args.no_onnx, terms=args.terms, beam=args.beam)
+        if args.members:
+            if args.sampler not in ("greedy", "beam"):
+                ap.error(f"--sampler {args.sampler}: an ensemble decodes with greedy or beam")
+            entry = place_ensemble(args.name, [m for m in args.members.split(",") if m], args.sampler, args.beam,
+                                   args.summary, defaults, args.folder)
+        else:
+            entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
+                          not args.no_ema, not args.no_onnx, terms=args.terms, beam=args.beam)
     except (CheckpointError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
