@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from model import DecodeSpec, load  # noqa: E402
 from model.onnx_export import export_onnx  # noqa: E402
-from model.onnx_runtime import read_export  # noqa: E402
+from model.onnx_ensemble import read_any_export  # noqa: E402
 from tokenizer.metrics import score  # noqa: E402
 from train.data import ShardDataset, collate, load_split_data  # noqa: E402
 
@@ -95,8 +95,8 @@ def main() -> int:
     rec = loaded.recognizer
     tmp = Path(tempfile.mkdtemp(prefix="bench-onnx-"))
     export_onnx(loaded, tmp, int8=True)
-    backends = {"pytorch": rec, "onnx-fp32": read_export(tmp, precision="fp32", threads=args.threads),
-                "onnx-int8": read_export(tmp, precision="int8", threads=args.threads)}
+    backends = {"pytorch": rec, "onnx-fp32": read_any_export(tmp, precision="fp32", threads=args.threads),
+                "onnx-int8": read_any_export(tmp, precision="int8", threads=args.threads)}
     data = load_split_data(Path(args.data) / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
     items = [ShardDataset(data, rec.render.size)[i] for i in range(min(args.n, len(data.rows)))]
     images, refs = collate(items)["image"], [it["latex"] for it in items]
@@ -110,7 +110,7 @@ def main() -> int:
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {open('/proc/loadavg').read().split()[0]}",
         "date": time.strftime("%Y-%m-%d %H:%M"),
-        "graph_bytes": {p.name: p.stat().st_size for p in sorted(tmp.glob("*.onnx"))},
+        "graph_bytes": {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*.onnx"))},
         "latency_batch1": latency(backends, images, specs),
         "throughput_images_per_s": throughput(backends, images, specs[-1] if rec.label_kind == "sat" else specs[0]),
         "accuracy": {s.name: accuracy(backends, images, refs, s) for s in scored},

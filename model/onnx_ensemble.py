@@ -70,3 +70,21 @@ class ExportedEnsemble:
             logp = np.mean([log_softmax(o[0].astype(np.float32)) for o in outs], axis=0)
             return logp, tuple(o[1] for o in outs)
         return step
+
+
+def read_any_export(folder, device: str = "cpu", precision: str | None = None, threads: int = 0):
+    """model.onnx_runtime.read_export for a train.export_onnx folder of either sort: one model's, or an
+    ensemble's (its members read at `precision` with `threads` each)."""
+    from .ensemble_spec import ensemble_file, read_ensemble
+    from .onnx_runtime import read_export
+
+    spec_file = ensemble_file(folder)
+    if spec_file is None:
+        return read_export(folder, device, precision, threads)
+    spec = read_ensemble(spec_file)
+    members = [read_export(m, device, precision, threads) for m in spec.members]
+    try:
+        return ExportedEnsemble(members, spec, list(spec.names))
+    except ValueError as exc:
+        from .errors import CheckpointError
+        raise CheckpointError(f"{spec_file}: {exc}") from None

@@ -147,6 +147,10 @@ def test_an_exported_ensemble_decodes_what_the_checkpoints_do(tmp_path):
     assert sorted(p.name for p in (tmp_path / "onnx").iterdir()) == [ENSEMBLE_FILE, "m1", "m2"]
     torch_ens, onnx_ens = load(tmp_path / "ens.json").recognizer, load(tmp_path / "onnx").recognizer
     assert type(onnx_ens).__name__ == "ExportedEnsemble" and onnx_ens.samplers == ("greedy", "beam")
+    from model.onnx_ensemble import read_any_export
+    assert read_any_export(tmp_path / "onnx", threads=1).precision == "fp32"
+    with pytest.raises(CheckpointError, match="no int8 graphs"):
+        read_any_export(tmp_path / "onnx", precision="int8")
     images = torch.rand(3, 1, 32, 128)
     for spec in SPECS:
         conf_t, conf_o = [], []

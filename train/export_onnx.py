@@ -25,7 +25,8 @@ import torch
 
 from model import CheckpointError, DecodeSpec, load
 from model.onnx_export import export_onnx
-from model.onnx_runtime import EXTRA_HINT, read_export
+from model.onnx_ensemble import read_any_export
+from model.onnx_runtime import EXTRA_HINT
 from model.shipped import help_line
 
 
@@ -51,12 +52,7 @@ def check_parity(ckpt: str | None, out: Path, use_ema: bool, n: int = 4, precisi
     want = loaded.recognizer.recognize(images, spec)
     lines = []
     for precision in precisions:
-        if loaded.members:  # an ensemble: its folder of member folders loads as one (fp32)
-            if precision != "fp32":
-                continue
-            got = load(out).recognizer.recognize(images, spec)
-        else:
-            got = read_export(out, precision=precision).recognize(images, spec)
+        got = read_any_export(out, precision=precision).recognize(images, spec)
         same = sum(x == y for x, y in zip(want, got))
         lines.append(f"check: {same} of {n} random images decode identically ({spec.name}, {precision})")
     return "\n".join(lines)
