@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .ensemble_spec import check_members
+from .ensemble_spec import check_members, ensemble_title
 from .recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from .search import Step, TokenSteps, replay_probs, search_ids, with_reorder
 
@@ -60,6 +60,7 @@ class EnsembleRecognizer(Recognizer):
         super().__init__(cfg, members[0].render, members[0].labels)
         self.members = nn.ModuleList(members)
         self.default_sampler = default_sampler
+        self.title = ensemble_title([m.title or m.kind for m in members])
 
     def token_steps(self, images: torch.Tensor) -> TokenSteps:
         parts = [m.token_steps(images) for m in self.members]

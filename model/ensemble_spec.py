@@ -119,6 +119,15 @@ def check_members(members: list, names: list[str]) -> None:
             raise ValueError(f"{name}: it reads images drawn otherwise than {names[0]} ({m.render} vs {first.render})")
 
 
+def ensemble_title(titles: list[str]) -> str:
+    """'an ensemble of 4 (the AR baseline x3, HVT)': what logs and the page call it."""
+    counts: dict[str, int] = {}
+    for t in titles:
+        counts[t] = counts.get(t, 0) + 1
+    parts = ", ".join(t if n == 1 else f"{t} x{n}" for t, n in counts.items())
+    return f"an ensemble of {len(titles)} ({parts})"
+
+
 def write_ensemble(path: str | Path, members: list[str], sampler: str = "greedy", beam: int = 1,
                    sha256: list[str | None] | None = None) -> Path:
     """Write an ensemble file listing `members` (relative paths inside its folder); returns its path, read

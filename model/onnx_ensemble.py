@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .decoding import DecodeSpec, check_decode_spec
-from .ensemble_spec import EnsembleSpec, check_members
+from .ensemble_spec import EnsembleSpec, check_members, ensemble_title
 from .onnx_runtime import EXPORT_FORMAT, ExportedRecognizer, decode_tokens
 from .onnx_samplers import log_softmax
 
@@ -25,6 +25,7 @@ class ExportedEnsemble:
     def __init__(self, members: list[ExportedRecognizer], spec: EnsembleSpec, names: list[str]):
         check_members(members, names)
         self.members = members
+        self.title = ensemble_title([m.kind for m in members])
         self.render, self.labels = members[0].render, members[0].labels
         self.cfg = SimpleNamespace(kind="ensemble", max_len=min(m.cfg.max_len for m in members),
                                    members=len(members), member_kinds=tuple(m.kind for m in members))

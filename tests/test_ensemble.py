@@ -81,6 +81,11 @@ def test_an_ensemble_file_loads_checkpoints_and_checks_their_digests(tmp_path):
     loaded = load(path)
     assert isinstance(loaded.recognizer, EnsembleRecognizer) and loaded.recognizer.default_sampler == "beam"
     assert loaded.step == 14 and len(loaded.members) == 2
+    assert loaded.recognizer.title == "an ensemble of 2 (the AR baseline, HVT)"
+    from train.serve.backend import Backend
+    backend = Backend.load(str(path))
+    reading = backend.recognize(torch.rand(32, 128).numpy())
+    assert backend.sampler == "beam" and isinstance(reading.latex, str)
     images = torch.rand(2, 1, 32, 128)
     direct = EnsembleRecognizer([load(a).recognizer, load(b).recognizer])
     assert loaded.recognizer.recognize(images, SPECS[0]) == direct.recognize(images, SPECS[0])
