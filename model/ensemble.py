@@ -47,7 +47,8 @@ class EnsembleRecognizer(Recognizer):
     title = "an ensemble"
     description = "an ensemble of token recognizers (their log-probabilities averaged per step)"
 
-    def __init__(self, members: list[Recognizer], names: list[str] | None = None, default_sampler: str = "greedy"):
+    def __init__(self, members: list[Recognizer], names: list[str] | None = None, default_sampler: str = "greedy",
+                 default_beam: int = 1):
         names = names or [f"member {i + 1}" for i in range(len(members))]
         if not members:
             raise ValueError("an ensemble needs at least one member")
@@ -59,7 +60,7 @@ class EnsembleRecognizer(Recognizer):
                              member_kinds=tuple(m.kind for m in members))
         super().__init__(cfg, members[0].render, members[0].labels)
         self.members = nn.ModuleList(members)
-        self.default_sampler = default_sampler
+        self.default_sampler, self.default_beam = default_sampler, default_beam
         self.title = ensemble_title([m.title or m.kind for m in members])
 
     def token_steps(self, images: torch.Tensor) -> TokenSteps:

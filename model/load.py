@@ -85,7 +85,7 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
             rec: Any = ExportedEnsemble([m.recognizer for m in members], spec, names)
         elif not any(exported):
             from .ensemble import EnsembleRecognizer
-            rec = EnsembleRecognizer([m.recognizer for m in members], names, spec.sampler).eval()
+            rec = EnsembleRecognizer([m.recognizer for m in members], names, spec.sampler, spec.beam).eval()
         else:
             raise ValueError("its members mix checkpoints and ONNX exports; list one sort")
     except ValueError as exc:

@@ -31,6 +31,7 @@ class ExportedEnsemble:
                                    members=len(members), member_kinds=tuple(m.kind for m in members))
         self.samplers = tuple(s for s in ("greedy", "beam") if all(s in m.samplers for m in members))
         self.default_sampler = spec.sampler if spec.sampler in self.samplers else "greedy"
+        self.default_beam = spec.beam
         self.precision = members[0].precision
         self.state = {"format": EXPORT_FORMAT, "step": sum(int(m.state["step"]) for m in members),
                       "train_config": members[0].state["train_config"]}

@@ -57,6 +57,7 @@ class Recognizer(nn.Module):
     label_kind: ClassVar[str] = "token"            # which LabelSpec vocabulary it reads: "sat" | "token"
     samplers: ClassVar[tuple[str, ...]] = ("greedy", "beam")
     default_sampler: ClassVar[str] = "greedy"
+    default_beam: int = 1                          # the beam width when the default sampler is "beam"
     training_only: ClassVar[tuple[str, ...]] = ()  # submodules that never run at inference (auxiliary losses)
     title: ClassVar[str] = ""                      # the name people know it by (logs)
     description: ClassVar[str] = ""                # one line: what it is (model cards)

@@ -85,7 +85,7 @@ def test_an_ensemble_file_loads_checkpoints_and_checks_their_digests(tmp_path):
     from train.serve.backend import Backend
     backend = Backend.load(str(path))
     reading = backend.recognize(torch.rand(32, 128).numpy())
-    assert backend.sampler == "beam" and isinstance(reading.latex, str)
+    assert (backend.sampler, backend.beam) == ("beam", 3) and isinstance(reading.latex, str)
     images = torch.rand(2, 1, 32, 128)
     direct = EnsembleRecognizer([load(a).recognizer, load(b).recognizer])
     assert loaded.recognizer.recognize(images, SPECS[0]) == direct.recognize(images, SPECS[0])

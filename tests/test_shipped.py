@@ -267,3 +267,23 @@ def test_help_names_a_shipped_summary_with_a_percent_sign(module, weights, capsy
         main(["--help"])
     assert stop.value.code == 0
     assert "21.91% / 22.41%" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_shipped_printed_default_reads_a_typeset_formula_alike_from_checkpoints_and_onnx():
+    """The `printed` default (an ensemble file over shipped checkpoints, their digests checked) reads a
+    formula drawn by the project's layout engine, the same every time and the same from its ONNX file."""
+    if "printed" not in (json.loads((shipped_mod.WEIGHTS_DIR / "manifest.json").read_text()).get("default", {})
+                         if (shipped_mod.WEIGHTS_DIR / "manifest.json").is_file() else {}):
+        pytest.skip("this checkout ships no printed model")
+    import numpy as np
+
+    from datasets_prep.synth.printed import render_print
+    from train.api import read
+
+    image = render_print(r"\frac{a}{b}+x^{2}")
+    first, again = read(image, printed=True), read(np.array(image), printed=True)
+    assert first.latex and first.latex == again.latex and 0.0 <= first.confidence <= 1.0
+    item = shipped(use="printed")
+    if item.onnx is None or importlib.util.find_spec("onnxruntime") is None:
+        return
+    assert read(image, ckpt=str(item.onnx), sampler=item.sampler).latex == first.latex
