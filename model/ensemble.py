@@ -3,7 +3,7 @@ the next token are averaged (model/ensemble_spec.py has the file that names them
 
 Why: at a CPU budget one small reader is what a run buys, and readers trained with different seeds or
 data mixes err differently. On CROHME's writer-disjoint validation split two AR readers of 110 minutes
-each read 47.2% together against 43.9% and 41.7% alone (BENCHMARKS.md, "An ensemble of AR readers").
+each read 47.2% together against 43.9% and 41.7% alone (BENCHMARKS.md, "Ensembles of AR readers").
 
 It is a Recognizer like the others for evaluation, prediction and the page: its members' own
 `token_steps` hooks (model.search.TokenSteps) are combined step by step, so greedy and beam search are

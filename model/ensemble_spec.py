@@ -16,7 +16,7 @@ could reach outside the folder (a path, `..`, a link out of it) is refused.
 
 `combine`: "mean-log-prob", the one rule: at each step the members' log-probabilities of the next token
 are averaged (a normalized geometric mean of their distributions). On the CROHME validation split it
-read as much as averaging probabilities (BENCHMARKS.md, "An ensemble of AR readers").
+read as much as averaging probabilities (BENCHMARKS.md, "Ensembles of AR readers").
 """
 from __future__ import annotations
 

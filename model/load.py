@@ -44,7 +44,8 @@ def load(path: str | Path | None = None, device: Any = "cpu", use_ema: bool = Tr
          use: str = "read") -> Loaded:
     """Load a checkpoint written by train.run (either format), or a folder written by train.export_onnx
     (decoded by ONNX Runtime; its weights are those chosen at export, so use_ema does not apply), or an
-    ensemble file (or a folder holding one) listing several of either; CheckpointError naming the file on anything unusable, including a stored config with impossible values.
+    ensemble file (or a folder holding one) listing several of either; CheckpointError naming the file
+    on anything unusable, including a stored config with impossible values.
     Without a path (or with a shipped model's name), the weights gryphone ships (model/shipped.py):
     the default for `use` ('read', or 'page' for the drawing page)."""
     path, item = resolve(path, use)
@@ -73,7 +74,8 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
         if ensemble_file(member):
             raise CheckpointError(f"{path}: member {member} is itself an ensemble; list its members instead")
         if digest is not None and member.is_file():
-            got = hashlib.sha256(member.read_bytes()).hexdigest()
+            with open(member, "rb") as f:   # streamed: a member's size is not trusted yet
+                got = hashlib.file_digest(f, "sha256").hexdigest()
             if got != digest:
                 raise CheckpointError(f"{member}: damaged (SHA-256 {got[:12]}..., {path.name} says {digest[:12]}...)")
         members.append(_load_path(member, device, use_ema))
