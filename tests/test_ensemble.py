@@ -225,3 +225,29 @@ def test_the_ensemble_cli_writes_a_file_that_loads_and_keeps_nothing_on_failure(
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".json") == ["ens.json"]
     with pytest.raises(SystemExit):
         cli.main([str(tmp_path / "r1"), "--out", str(tmp_path / "e.txt")])
+
+
+def test_the_ensemble_file_round_trips(tmp_path_factory):
+    """Whatever write_ensemble writes, read_ensemble reads back: members (with subfolders), digests,
+    decoder."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    part = st.text(alphabet="abcxyz019_-.", min_size=1, max_size=8).filter(lambda t: not t.startswith("."))
+    member = st.lists(part, min_size=1, max_size=3).map("/".join)
+    digest = st.one_of(st.none(), st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(member, digest), min_size=1, max_size=5, unique_by=lambda t: t[0].split("/")[0]),
+           st.sampled_from(["greedy", "beam"]), st.integers(1, 64))
+    def check(members, sampler, beam):
+        folder = tmp_path_factory.mktemp("ens")
+        for name, _ in members:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(b"x")
+        names, digests = [m for m, _ in members], [d for _, d in members]
+        spec = read_ensemble(write_ensemble(folder / "e.json", names, sampler, beam, digests))
+        assert spec.names == tuple(names) and spec.sha256 == tuple(digests)
+        assert (spec.sampler, spec.beam) == (sampler, beam)
+        assert spec.members == tuple(folder.joinpath(*n.split("/")) for n in names)
+    check()
