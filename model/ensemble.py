@@ -25,7 +25,6 @@ from .search import Step, TokenSteps, replay_probs, search_ids, with_reorder
 @dataclass
 class EnsembleConfig(RecognizerConfig):
     kind: str = "ensemble"
-    members: int = 0
     member_kinds: tuple[str, ...] = ()
 
 
@@ -56,7 +55,7 @@ class EnsembleRecognizer(Recognizer):
         for name, m in zip(names, members):
             if type(m).token_steps is Recognizer.token_steps:
                 raise ValueError(f"{name}: model.kind {m.kind} has no token step hook")
-        cfg = EnsembleConfig(max_len=min(m.cfg.max_len for m in members), dropout=0.0, members=len(members),
+        cfg = EnsembleConfig(max_len=min(m.cfg.max_len for m in members), dropout=0.0,
                              member_kinds=tuple(m.kind for m in members))
         super().__init__(cfg, members[0].render, members[0].labels)
         self.members = nn.ModuleList(members)

@@ -24,10 +24,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_prep.local_files import FileRefused, read_capped
 from datasets_prep.names import is_plain
 
 from .errors import CheckpointError
+from .spec_files import read_spec_json
 
 ENSEMBLE_FORMAT = "gryphone-ensemble-1"
 ENSEMBLE_FILE = "gryphone-ensemble.json"   # its name inside a folder (an exported ensemble)
@@ -60,15 +60,7 @@ def ensemble_file(path: str | Path) -> Path | None:
 def read_ensemble(path: str | Path) -> EnsembleSpec:
     """The validated ensemble file; CheckpointError naming the file and the cause otherwise."""
     path = Path(path)
-    try:
-        spec = json.loads(read_capped(path, MAX_BYTES))
-    except FileRefused as exc:
-        raise CheckpointError(f"{path}: {exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(spec, dict) or spec.get("format") != ENSEMBLE_FORMAT:
-        found = spec.get("format") if isinstance(spec, dict) else type(spec).__name__
-        raise CheckpointError(f"{path}: not a gryphone ensemble (format {found!r}, expected {ENSEMBLE_FORMAT!r})")
+    spec = read_spec_json(path, MAX_BYTES, ENSEMBLE_FORMAT, "ensemble")
     try:
         return _checked(path, spec)
     except (TypeError, ValueError) as exc:

@@ -8,7 +8,6 @@ does an ensemble file listing several of either (model/ensemble_spec.py).
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from .ensemble_spec import ENSEMBLE_FORMAT, ensemble_file, read_ensemble
 from .errors import CheckpointError
 from .onnx_runtime import ExportedRecognizer, is_export, read_export
 from .shipped import Shipped, resolve
+from .spec_files import sha256_file
 
 if TYPE_CHECKING:
     from .recognizer import Recognizer
@@ -74,8 +74,7 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
         if ensemble_file(member):
             raise CheckpointError(f"{path}: member {member} is itself an ensemble; list its members instead")
         if digest is not None and member.is_file():
-            with open(member, "rb") as f:   # streamed: a member's size is not trusted yet
-                got = hashlib.file_digest(f, "sha256").hexdigest()
+            got = sha256_file(member)
             if got != digest:
                 raise CheckpointError(f"{member}: damaged (SHA-256 {got[:12]}..., {path.name} says {digest[:12]}...)")
         members.append(_load_path(member, device, use_ema))

@@ -11,7 +11,7 @@ import numpy as np
 
 from .decoding import DecodeSpec, check_decode_spec
 from .ensemble_spec import EnsembleSpec, check_members, ensemble_title
-from .onnx_runtime import EXPORT_FORMAT, ExportedRecognizer, decode_tokens
+from .onnx_runtime import ExportedRecognizer, decode_tokens
 from .onnx_samplers import log_softmax
 
 
@@ -28,13 +28,11 @@ class ExportedEnsemble:
         self.title = ensemble_title([m.kind for m in members])
         self.render, self.labels = members[0].render, members[0].labels
         self.cfg = SimpleNamespace(kind="ensemble", max_len=min(m.cfg.max_len for m in members),
-                                   members=len(members), member_kinds=tuple(m.kind for m in members))
+                                   member_kinds=tuple(m.kind for m in members))
         self.samplers = tuple(s for s in ("greedy", "beam") if all(s in m.samplers for m in members))
         self.default_sampler = spec.sampler if spec.sampler in self.samplers else "greedy"
         self.default_beam = spec.beam
         self.precision = members[0].precision
-        self.state = {"format": EXPORT_FORMAT, "step": sum(int(m.state["step"]) for m in members),
-                      "train_config": members[0].state["train_config"]}
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
         return {"tokens": self.labels.vocab.encode(latex, self.cfg.max_len)}

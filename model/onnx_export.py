@@ -97,7 +97,8 @@ def export_ensemble(loaded: Loaded, out: Path, int8: bool = False, used_ema: boo
     for k, member in enumerate(loaded.members or [], 1):
         export_onnx(member, out / f"m{k}", int8, used_ema)
         names.append(f"m{k}")
-    return write_ensemble(out / ENSEMBLE_FILE, names, loaded.recognizer.default_sampler)
+    rec = loaded.recognizer
+    return write_ensemble(out / ENSEMBLE_FILE, names, rec.default_sampler, rec.default_beam)
 
 
 def stamp_metadata(out: Path, spec: dict) -> None:

@@ -10,7 +10,6 @@ Needs the `onnx` extra (onnxruntime, onnx).
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +23,7 @@ from tokenizer.label_spec import LabelSpec, LabelSpecError
 from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens
 from .errors import CheckpointError
 from .onnx_samplers import beam, greedy, log_softmax, mask_predict, no_mask, remask
+from .spec_files import read_spec_json
 
 EXPORT_FORMAT = "gryphone-onnx-1"
 SPEC_FILE = "gryphone-onnx.json"
@@ -44,6 +44,8 @@ def is_export(path: str | Path) -> bool:
 
 class ExportedRecognizer:
     """The seam's decoding half (model/recognizer.py) over two ONNX Runtime sessions."""
+
+    default_beam = 1   # as Recognizer's: an export's default sampler is greedy or a step sampler
 
     def __init__(self, spec: dict, cfg: SimpleNamespace, render: RenderSpec, labels: LabelSpec, sessions: tuple):
         self.kind, self.cfg, self.render, self.labels = spec["kind"], cfg, render, labels
@@ -189,15 +191,7 @@ def _config(model_config: object) -> SimpleNamespace:
 
 
 def _read_spec(path: Path) -> tuple[dict, SimpleNamespace, RenderSpec, LabelSpec]:
-    try:
-        spec = json.loads(read_capped(path, 64 * 1024 * 1024))
-    except FileRefused as exc:
-        raise CheckpointError(f"{path}: {exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(spec, dict) or spec.get("format") != EXPORT_FORMAT:
-        found = spec.get("format") if isinstance(spec, dict) else type(spec).__name__
-        raise CheckpointError(f"{path}: not a gryphone ONNX export (format {found!r}, expected {EXPORT_FORMAT!r})")
+    spec = read_spec_json(path, 64 * 1024 * 1024, EXPORT_FORMAT, "ONNX export")
     try:
         if spec["decoder_graph"] not in ENCODER_OUTPUTS:
             raise ValueError(f"decoder graph {spec['decoder_graph']!r} is not one of {', '.join(ENCODER_OUTPUTS)}")

@@ -13,7 +13,6 @@ checkpoint path is (`--ckpt crohme-gryphone`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from datasets_prep.names import is_plain
 
 from .errors import CheckpointError
+from .spec_files import sha256_file
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 MANIFEST = "manifest.json"
@@ -109,7 +109,7 @@ def shipped(name: str | None = None, use: str = "read", folder: Path | None = No
 
 def verified(item: Shipped) -> Path:
     """The checkpoint's path once its SHA-256 matches the manifest's."""
-    digest = hashlib.sha256(item.checkpoint.read_bytes()).hexdigest()
+    digest = sha256_file(item.checkpoint)
     if digest != item.sha256:
         raise ShippedWeightsError(f"{item.checkpoint}: damaged (SHA-256 {digest[:12]}..., the manifest says "
                                   f"{item.sha256[:12]}...); reinstall gryphone")

@@ -13,6 +13,17 @@ TINY = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_dept
             max_len=12)
 
 
+BLOCK_TORCH = """
+import importlib.abc, json, sys
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is not installed here (blocked by the test)")
+sys.meta_path.insert(0, NoTorch())
+"""
+"""The head of a `python -c` script that runs as if torch were not installed (the torch-free ONNX path)."""
+
+
 def sat_labels(num_symbols: int = 20, num_modifiers: int = 7, normalized: bool = False) -> LabelSpec:
     symbols = list(SATVocab.SPECIAL_SYMBOLS) + [f"s{i}" for i in range(num_symbols - 3)]
     extra = [((), (f"^{i}",)) for i in range(num_modifiers - 4)]
@@ -41,4 +52,4 @@ def tiny_model(kind: str = "diffusion", canvas=(32, 64), labels: LabelSpec | Non
     return build(cfg, RenderSpec(canvas), labels)
 
 
-__all__ = ["ARConfig", "GryphOneConfig", "sat_labels", "tiny_cfg", "tiny_model", "token_labels"]
+__all__ = ["ARConfig", "BLOCK_TORCH", "GryphOneConfig", "sat_labels", "tiny_cfg", "tiny_model", "token_labels"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from builders import tiny_model
+from builders import BLOCK_TORCH, tiny_model
 from model import CheckpointError, DecodeSpec, load
 from model.checkpoint import save_checkpoint
 from model.ensemble import EnsembleRecognizer, mean_step
@@ -147,9 +147,11 @@ def test_an_exported_ensemble_decodes_what_the_checkpoints_do(tmp_path):
     from train import export_onnx as export_cli
 
     _save(_model("ar", 0), tmp_path / "a.pt"), _save(_model("hvt", 1), tmp_path / "b.pt")
-    write_ensemble(tmp_path / "ens.json", ["a.pt", "b.pt"])
+    write_ensemble(tmp_path / "ens.json", ["a.pt", "b.pt"], "beam", 3)
     assert export_cli.main(["--ckpt", str(tmp_path / "ens.json"), "--out", str(tmp_path / "onnx"), "--check"]) == 0
     assert sorted(p.name for p in (tmp_path / "onnx").iterdir()) == [ENSEMBLE_FILE, "m1", "m2"]
+    exported = read_ensemble(tmp_path / "onnx" / ENSEMBLE_FILE)
+    assert (exported.names, exported.sampler, exported.beam) == (("m1", "m2"), "beam", 3)   # its decoder kept
     torch_ens, onnx_ens = load(tmp_path / "ens.json").recognizer, load(tmp_path / "onnx").recognizer
     assert type(onnx_ens).__name__ == "ExportedEnsemble" and onnx_ens.samplers == ("greedy", "beam")
     from model.onnx_ensemble import read_any_export
@@ -163,17 +165,13 @@ def test_an_exported_ensemble_decodes_what_the_checkpoints_do(tmp_path):
         assert conf_o == pytest.approx(conf_t, abs=1e-4)
 
 
-NO_TORCH = """
-import importlib.abc, json, sys
-class NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch is blocked by the test")
-sys.meta_path.insert(0, NoTorch())
+NO_TORCH = BLOCK_TORCH + """
 import numpy as np
 from model import DecodeSpec, load
 rec = load(sys.argv[1]).recognizer
-print(json.dumps(rec.recognize(np.load(sys.argv[2]), DecodeSpec("greedy", valid=False))))
+out = rec.recognize(np.load(sys.argv[2]), DecodeSpec("greedy", valid=False))
+assert "torch" not in sys.modules
+print(json.dumps(out))
 """
 
 

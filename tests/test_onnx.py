@@ -18,7 +18,7 @@ from train import eval as eval_cli
 from train import export_onnx as export_cli
 from train import predict
 from train.data import ShardDataset, collate, load_split_data
-from builders import tiny_model
+from builders import BLOCK_TORCH, tiny_model
 from test_train import micro_cfg, micro_data  # noqa: F401  (the fixture)
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
@@ -162,13 +162,7 @@ def test_untrained_token_recognizers_export_step_for_step(tmp_path, kind, option
         assert conf_onnx == pytest.approx(conf_torch, abs=1e-4)
 
 
-NO_TORCH = """
-import importlib.abc, json, sys
-class NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch is not installed here (blocked by the test)")
-sys.meta_path.insert(0, NoTorch())
+NO_TORCH = BLOCK_TORCH + """
 import numpy as np
 from model import DecodeSpec, load
 from datasets_prep.canvas import fit_image

@@ -15,7 +15,6 @@ Exit status: 0 written; 1 a member cannot join (the file is not kept); 2 bad com
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from model import CheckpointError, load
 from model.ensemble_spec import write_ensemble
 from model.load import run_checkpoint
+from model.spec_files import sha256_file
 
 
 def relative_members(members: list[Path], out: Path) -> list[str]:
@@ -40,7 +40,7 @@ def relative_members(members: list[Path], out: Path) -> list[str]:
 
 
 def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return sha256_file(path) if path.is_file() else None
 
 
 def main(argv: list[str] | None = None) -> int:

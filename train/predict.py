@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = args.sampler or (ship.sampler if ship else rec.default_sampler)
     if sampler not in rec.samplers:
         ap.error(f"--sampler {sampler}: a {rec.kind} model decodes with {', '.join(rec.samplers)}")
-    beam = (args.beam or (ship.beam if ship else getattr(rec, "default_beam", 1))) if sampler == "beam" else 1
+    beam = (args.beam or (ship.beam if ship else rec.default_beam)) if sampler == "beam" else 1
     spec = DecodeSpec(sampler, T=args.T or (ship.T if ship else 10), beam=beam, seed=args.seed,
                       valid=not args.no_repair)
     if ship is not None:

@@ -19,7 +19,6 @@ The model card beside them (MODEL_CARD.md) is written by people: it quotes measu
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoint import FORMAT, REQUIRED
+from model.spec_files import sha256_file
 from model.shipped import MANIFEST, MANIFEST_FORMAT, USES, WEIGHTS_DIR
 from tokenizer.files import atomic_write_json
 
@@ -60,7 +60,7 @@ def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: l
         target.unlink()
         raise ValueError(f"--sampler {sampler}: a {state['model_config']['kind']} model decodes with {', '.join(samplers)}")
     entry = {"checkpoint": target.name, "onnx": None, "kind": state["model_config"]["kind"], "sampler": sampler,
-             "T": int(T), "beam": int(beam), "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
+             "T": int(T), "beam": int(beam), "sha256": sha256_file(target), "summary": summary,
              "step": int(state["step"]), "data_terms": terms}
     if onnx:
         entry["onnx"] = _export(target, folder / f"{name}-onnx")
@@ -104,7 +104,7 @@ def place_ensemble(name: str, members: list[str], sampler: str, beam: int, summa
         onnx = write_ensemble(folder / f"{name}-onnx.json", [e["onnx"] for e in entries], sampler, beam).name
     terms = sorted({e.get("data_terms", "") for e in entries})
     entry = {"checkpoint": target.name, "onnx": onnx, "kind": "ensemble", "sampler": sampler, "T": 1, "beam": int(beam),
-             "sha256": hashlib.sha256(target.read_bytes()).hexdigest(), "summary": summary,
+             "sha256": sha256_file(target), "summary": summary,
              "step": sum(int(e.get("step", 0)) for e in entries), "data_terms": "; ".join(t for t in terms if t),
              "members": list(members)}
     manifest["models"][name] = entry

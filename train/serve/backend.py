@@ -88,7 +88,7 @@ class Backend:
         own = ship.sampler if ship and ship.sampler in self._model.samplers else None
         steps = self._model.step_samplers
         self.sampler: str = own or (steps[0] if steps else self._model.default_sampler)
-        self.beam: int = ship.beam if ship and own == "beam" else getattr(self._model, "default_beam", 1)
+        self.beam: int = ship.beam if ship and own == "beam" else self._model.default_beam
 
     @classmethod
     def load(cls, ckpt: str | None, device: str = "cpu", use: str = "page") -> "Backend":
