@@ -142,6 +142,7 @@ class TrainConfig:
     max_steps: int = 0                   # >0 overrides epochs
     max_minutes: float = 0.0             # >0: stop (with a checkpoint) after this wall time
     seed: int = 0
+    init: str = ""                       # fine-tune: start every weight (and the vocabulary) from this checkpoint of the same recognizer; fresh optimizer and schedule
     log_every: int = 20
     ckpt_every: int = 500
     device: str = "auto"                 # auto | cpu | cuda

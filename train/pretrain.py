@@ -25,6 +25,9 @@ def pretrain_applies(cfg: TrainConfig, log=print) -> bool:
     note naming why."""
     if not (cfg.pretrain.steps or cfg.pretrain.max_minutes):
         return False
+    if cfg.init:
+        log(f"[pretrain] skipped: every weight starts from init={cfg.init}")
+        return False
     why_not = recognizer_class(cfg.model.kind).stage_one(cfg.model)
     if why_not:
         log(f"[pretrain] skipped: {why_not}")

@@ -42,6 +42,7 @@ from tokenizer.label_spec import LabelSpec
 from .augment import augment_batch
 from .compiled import compile_for_training, compiler_works
 from .config import TrainConfig, from_dict, to_dict
+from .finetune import InitWeights, apply_init, read_init
 from .data import ShardDataset, SplitData, collate, epoch_batches, label_lengths, load_split_data, read_labels
 from .rng import restore_rng, rng_state
 from .tb_log import ScalarLog
@@ -196,10 +197,17 @@ def _first_image_size(split_dir: Path) -> tuple[int, int]:
         return im.size[1], im.size[0]
 
 
-def resolve_labels(cfg: TrainConfig, state: dict | None, labelled: tuple, label_kind: str) -> LabelSpec:
-    """The resumed run's LabelSpec, or one built from the training split's usable labels."""
+def resolve_labels(cfg: TrainConfig, state: dict | None, labelled: tuple, label_kind: str,
+                   init: InitWeights | None = None) -> LabelSpec:
+    """The resumed run's LabelSpec, the init checkpoint's, or one built from the training split's
+    usable labels."""
     if state is not None:
         return read_specs(state, Path(cfg.out) / "ckpt.pt")[3]
+    if init is not None:
+        if init.labels.normalized != cfg.data.normalize_labels:
+            raise ValueError(f"{init.path}: it was trained with normalize_labels={init.labels.normalized}, this run "
+                             f"reads labels with normalize_labels={cfg.data.normalize_labels}; set it to match")
+        return init.labels
     table, labels = labelled
     if "label_error" in table.column_names and cfg.data.drop_invalid:
         errs = table.column("label_error").to_pylist()
@@ -213,7 +221,8 @@ def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer,
     render = resolve_render(cfg)
     train_dir = Path(cfg.data.root) / cfg.data.train_split
     labelled = read_labels(train_dir, cfg.data.normalize_labels)  # read once, for the vocabulary and the targets
-    labels = resolve_labels(cfg, state, labelled, recognizer_class(cfg.model.kind).label_kind)
+    init = read_init(cfg.init, cfg.model.kind, render) if cfg.init and state is None else None
+    labels = resolve_labels(cfg, state, labelled, recognizer_class(cfg.model.kind).label_kind, init)
     if state is not None:
         kind, stored, _, _ = read_specs(state, Path(cfg.out) / "ckpt.pt")
         if stored != to_dict(cfg)["model"]:
@@ -223,7 +232,13 @@ def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer,
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
     model = build(cfg.model, render, labels)
-    if state is None:
+    if init is not None:
+        apply_init(model, init)
+        if env.is_main:
+            log(f"[train] every weight starts from {init.path} ({init.which} weights of step {init.step}; "
+                f"its vocabulary of {labels.size()}; "
+                f"fresh optimizer and schedule)")
+    elif state is None:
         model.warm_start(log if env.is_main else (lambda msg: None))
     data = load_split_data(train_dir, model.targets, cfg.model.max_len, labels=labels,
                            drop_invalid=cfg.data.drop_invalid, labelled=labelled)

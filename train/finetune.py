@@ -1,0 +1,59 @@
+"""`init=PATH`: a run that starts every weight from a trained checkpoint (fine-tuning the shipped
+weights on more steps or on a user's own data), with a fresh optimizer and schedule.
+
+Why a separate path from `model.encoder_init` / `model.decoder_init`: those copy parts across
+recognizers; this loads a whole recognizer of the same kind, so its vocabulary comes with it (the
+label ids the weights were trained on) and a checkpoint that does not fit is refused by name before a
+step is taken."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from datasets_prep.render_spec import RenderSpec
+from model import CheckpointError, load_checkpoint, read_specs
+from tokenizer.label_spec import LabelSpec
+
+
+@dataclass
+class InitWeights:
+    path: Path
+    labels: LabelSpec
+    weights: dict          # the checkpoint's EMA weights where it kept them, else its raw weights
+    step: int              # the steps the checkpoint had trained (reported, not resumed)
+    which: str             # "ema" | "raw"
+
+
+def read_init(path: str | Path, kind: str, render: RenderSpec) -> InitWeights:
+    """Load and check `path` for a run of recognizer `kind` on images drawn by `render`."""
+    path = Path(path)
+    state = load_checkpoint(path)
+    got, _, ck_render, labels = read_specs(state, path)
+    if got != kind:
+        raise CheckpointError(f"{path}: init needs a {kind!r} checkpoint (model.kind), this one is {got!r}")
+    if tuple(ck_render.size) != tuple(render.size):
+        raise CheckpointError(f"{path}: its canvas is {ck_render.size[0]}x{ck_render.size[1]}, the shards' is "
+                              f"{render.size[0]}x{render.size[1]}; convert the shards at the checkpoint's size")
+    ema = state.get("ema")
+    slim_ema = state.get("weights") == "ema"
+    weights = ema if ema else state["model"]
+    return InitWeights(path, labels, weights, int(state.get("step", 0)),
+                       "ema" if (ema or slim_ema) else "raw")
+
+
+def apply_init(model: torch.nn.Module, init: InitWeights) -> None:
+    """Copy every tensor into `model`; a missing, extra or misshapen one is a CheckpointError naming
+    the file and the first tensors (model.* keys that change shapes must match the checkpoint's)."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in init.weights]
+    extra = [k for k in init.weights if k not in own]
+    shapes = [k for k in own if k in init.weights and tuple(own[k].shape) != tuple(init.weights[k].shape)]
+    if missing or extra or shapes:
+        what = "; ".join(f"{name} {keys[:3]}" for name, keys in
+                         (("missing", missing), ("unexpected", extra), ("other shapes", shapes)) if keys)
+        raise CheckpointError(f"{init.path}: its weights do not fit this model ({what}); the run's model.* "
+                              f"settings must build the checkpoint's model")
+    with torch.no_grad():
+        model.load_state_dict(init.weights, strict=True)
