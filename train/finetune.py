@@ -14,6 +14,10 @@ import torch
 
 from datasets_prep.render_spec import RenderSpec
 from model import CheckpointError, load_checkpoint, read_specs
+from model.ensemble_spec import ensemble_file
+from model.load import run_checkpoint
+from model.onnx_runtime import is_export
+from model.shipped import resolve
 from tokenizer.label_spec import LabelSpec
 
 
@@ -26,9 +30,20 @@ class InitWeights:
     which: str             # "ema" | "raw"
 
 
-def read_init(path: str | Path, kind: str, render: RenderSpec) -> InitWeights:
-    """Load and check `path` for a run of recognizer `kind` on images drawn by `render`."""
-    path = Path(path)
+def init_path(name: str | Path) -> Path:
+    """What `init=` names: a checkpoint, a run folder, or a shipped model's name (`init=crohme-gryphone`,
+    its digest checked). An ensemble or an ONNX export has no one set of trainable weights: refused."""
+    path, _ = resolve(str(name))
+    path = run_checkpoint(path)
+    if ensemble_file(path) or (path.is_dir() and is_export(path)):
+        raise CheckpointError(f"{path}: init needs one recognizer's training checkpoint; an ensemble or an ONNX "
+                              f"export has none (name one member's checkpoint)")
+    return path
+
+
+def read_init(name: str | Path, kind: str, render: RenderSpec) -> InitWeights:
+    """Load and check `name` (see init_path) for a run of recognizer `kind` on images drawn by `render`."""
+    path = init_path(name)
     state = load_checkpoint(path)
     got, _, ck_render, labels = read_specs(state, path)
     if got != kind:
