@@ -41,6 +41,11 @@ def test_a_fine_tuned_run_trains_and_its_checkpoint_moves_away_from_the_start(mi
     assert end.keys() == start.keys()
     assert any(not torch.equal(end[k], start[k]) for k in end if end[k].is_floating_point())
     assert json.loads((tmp_path / "ft2" / "config.json").read_text())["init"] == str(trained)
+    from model import load
+    from train.model_card import model_card
+
+    cfg = micro_cfg(micro_data, tmp_path / "ft2", f"init={trained}")
+    assert f"fine-tuned: every weight started from `{trained}`" in model_card(cfg, load(out), {})
 
 
 def test_init_refuses_what_does_not_fit_and_names_the_file(micro_data, trained, tmp_path):  # noqa: F811

@@ -58,7 +58,9 @@ def _recipe_lines(cfg: TrainConfig, loaded: Loaded, pretrain_minutes: float) -> 
                 "normalized labels": cfg.data.normalize_labels, "seed": cfg.seed}
     if hasattr(m, "loss"):
         settings.update({"diffusion T": m.loss.T, "RMML": m.loss.rmml, "aux reader weight": m.aux_reader_weight})
-    return [f"- preset `{cfg.name}`, {loaded.step} steps, {minutes:.1f} minutes of training{stage1}",
+    init = ([f"- fine-tuned: every weight started from `{cfg.init}`, whose own training data (and its terms) "
+             f"are part of this model's too"] if cfg.init else [])
+    return [f"- preset `{cfg.name}`, {loaded.step} steps, {minutes:.1f} minutes of training{stage1}", *init,
             "- " + ", ".join(f"{k} {v}" for k, v in settings.items())]
 
 
@@ -90,7 +92,7 @@ def model_card(cfg: TrainConfig, loaded: Loaded, eval_report: dict, pretrain_min
         f"- {rec.description or rec.kind}",
         f"- {inference_params(rec):,} parameters at inference, {count_params(rec):,} in training"
         + (f" (training-only: {', '.join(rec.training_only)})" if count_params(rec) != inference_params(rec) else ""),
-        f"- config: " + ", ".join(f"{k}={v}" for k, v in vars(cfg.model).items() if not isinstance(v, (dict, list)) and k != "loss"),
+        "- config: " + ", ".join(f"{k}={v}" for k, v in vars(cfg.model).items() if not isinstance(v, (dict, list)) and k != "loss"),
         f"- checkpoint: `{loaded.path}` (step {loaded.step})", "",
         "## Data", "", *_data_lines(cfg), "",
         "The weights were learned from this data; its terms apply to how they may be used (a model trained on "
