@@ -62,6 +62,10 @@ def test_init_refuses_what_does_not_fit_and_names_the_file(micro_data, trained, 
                     "ckpt_every=0", "eval.every=0")
     with pytest.raises(ValueError, match=r"ckpt\.pt: it was trained with normalize_labels=False"):
         Trainer(cfg, Env(torch.device("cpu")), None, None)
+    cfg = micro_cfg(micro_data, tmp_path / "both", "max_steps=1", f"init={trained}", f"model.encoder_init={trained}",
+                    "ckpt_every=0", "eval.every=0")
+    with pytest.raises(ValueError, match="starts every weight; drop model.encoder_init"):
+        Trainer(cfg, Env(torch.device("cpu")), None, None)
     with pytest.raises(CheckpointError, match="no such checkpoint file"):
         read_init(tmp_path / "missing.pt", "diffusion", render)
 

@@ -221,6 +221,9 @@ def prepare(cfg: TrainConfig, env: Env, state: dict | None) -> tuple[Recognizer,
     render = resolve_render(cfg)
     train_dir = Path(cfg.data.root) / cfg.data.train_split
     labelled = read_labels(train_dir, cfg.data.normalize_labels)  # read once, for the vocabulary and the targets
+    both = [k for k in ("encoder_init", "decoder_init") if cfg.init and getattr(cfg.model, k, "")]
+    if both:
+        raise ValueError(f"init={cfg.init} starts every weight; drop {', '.join('model.' + k for k in both)}")
     init = read_init(cfg.init, cfg.model.kind, render) if cfg.init and state is None else None
     labels = resolve_labels(cfg, state, labelled, recognizer_class(cfg.model.kind).label_kind, init)
     if state is not None:
