@@ -126,14 +126,24 @@ def _check_shapes(cfg, render: RenderSpec, labels: LabelSpec, weights: object) -
 
     from .registry import build
 
-    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
-        raise ValueError("the weights are not a dict of tensors")
     with torch.device("meta"):
         probe = build(cfg, render, labels)
-    want = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
+    diff = weights_mismatch(probe.state_dict(), weights, "config")
+    if diff:
+        raise ValueError(f"the stored config describes another model than the stored weights ({diff})")
+
+
+def weights_mismatch(want: dict, weights: object, label: str) -> str | None:
+    """None when `weights` is a dict of tensors with exactly `want`'s names and shapes (a state_dict);
+    else the first difference, `label` naming the side `want` comes from."""
+    import torch
+
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        return "the weights are not a dict of tensors"
+    want_shapes = {k: tuple(v.shape) for k, v in want.items()}
     got = {k: tuple(v.shape) for k, v in weights.items()}
-    if want != got:
-        diff = sorted(set(want) ^ set(got)) or sorted(k for k in want if want[k] != got[k])
-        key = diff[0]
-        raise ValueError(f"the stored config describes another model than the stored weights ({key}: "
-                         f"config {want.get(key, 'absent')}, weights {got.get(key, 'absent')})")
+    if want_shapes == got:
+        return None
+    diff = sorted(set(want_shapes) ^ set(got)) or sorted(k for k in want_shapes if want_shapes[k] != got[k])
+    key = diff[0]
+    return f"{key}: {label} {want_shapes.get(key, 'absent')}, weights {got.get(key, 'absent')}"

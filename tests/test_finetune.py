@@ -56,7 +56,15 @@ def test_init_refuses_what_does_not_fit_and_names_the_file(micro_data, trained, 
         read_init(trained, "diffusion", RenderSpec().with_size((32, 64)))
     cfg = micro_cfg(micro_data, tmp_path / "wide", "max_steps=1", f"init={trained}", "model.dec_dim=32",
                     "model.dec_heads=2", "ckpt_every=0", "eval.every=0")
-    with pytest.raises(CheckpointError, match=r"ckpt\.pt: its weights do not fit this model \(other shapes"):
+    with pytest.raises(CheckpointError, match=r"ckpt\.pt: its weights do not fit this model \(\S+: this run's "
+                                              r"model \(\d[\d, ]*\), weights \(\d[\d, ]*\)\)"):
+        Trainer(cfg, Env(torch.device("cpu")), None, None)
+    hostile = {**load_checkpoint(trained), "ema": {"decoder.head.weight": "not a tensor"}}
+    torch.save(hostile, tmp_path / "hostile.pt")
+    cfg = micro_cfg(micro_data, tmp_path / "hostile", "max_steps=1", f"init={tmp_path / 'hostile.pt'}",
+                    "ckpt_every=0", "eval.every=0")
+    with pytest.raises(CheckpointError, match=r"hostile\.pt: its weights do not fit this model \(the weights are "
+                                              r"not a dict of tensors\)"):
         Trainer(cfg, Env(torch.device("cpu")), None, None)
     cfg = micro_cfg(micro_data, tmp_path / "norm", "max_steps=1", f"init={trained}", "normalize_labels=true",
                     "ckpt_every=0", "eval.every=0")

@@ -15,7 +15,7 @@ import torch
 from datasets_prep.render_spec import RenderSpec
 from model import CheckpointError, load_checkpoint, read_specs
 from model.ensemble_spec import ensemble_file
-from model.load import run_checkpoint
+from model.load import run_checkpoint, weights_mismatch
 from model.onnx_runtime import is_export
 from model.shipped import resolve
 from tokenizer.label_spec import LabelSpec
@@ -52,23 +52,17 @@ def read_init(name: str | Path, kind: str, render: RenderSpec) -> InitWeights:
         raise CheckpointError(f"{path}: its canvas is {ck_render.size[0]}x{ck_render.size[1]}, the shards' is "
                               f"{render.size[0]}x{render.size[1]}; convert the shards at the checkpoint's size")
     ema = state.get("ema")
-    slim_ema = state.get("weights") == "ema"
-    weights = ema if ema else state["model"]
-    return InitWeights(path, labels, weights, int(state.get("step", 0)),
-                       "ema" if (ema or slim_ema) else "raw")
+    which = "ema" if ema or state.get("weights") == "ema" else "raw"   # a slim checkpoint keeps its EMA as "model"
+    return InitWeights(path, labels, ema or state["model"], int(state.get("step", 0)), which)
 
 
 def apply_init(model: torch.nn.Module, init: InitWeights) -> None:
-    """Copy every tensor into `model`; a missing, extra or misshapen one is a CheckpointError naming
-    the file and the first tensors (model.* keys that change shapes must match the checkpoint's)."""
-    own = model.state_dict()
-    missing = [k for k in own if k not in init.weights]
-    extra = [k for k in init.weights if k not in own]
-    shapes = [k for k in own if k in init.weights and tuple(own[k].shape) != tuple(init.weights[k].shape)]
-    if missing or extra or shapes:
-        what = "; ".join(f"{name} {keys[:3]}" for name, keys in
-                         (("missing", missing), ("unexpected", extra), ("other shapes", shapes)) if keys)
-        raise CheckpointError(f"{init.path}: its weights do not fit this model ({what}); the run's model.* "
+    """Copy every tensor into `model`; weights that are not exactly its names and shapes are a
+    CheckpointError naming the file and the first difference (model.* keys that change shapes must
+    match the checkpoint's)."""
+    diff = weights_mismatch(model.state_dict(), init.weights, "this run's model")
+    if diff:
+        raise CheckpointError(f"{init.path}: its weights do not fit this model ({diff}); the run's model.* "
                               f"settings must build the checkpoint's model")
     with torch.no_grad():
         model.load_state_dict(init.weights, strict=True)
