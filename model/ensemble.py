@@ -1,5 +1,6 @@
 """Several trained token recognizers decoding as one: at each step the members' log-probabilities of
-the next token are averaged (model/ensemble_spec.py has the file that names them).
+the next token are averaged (model/ensemble_spec.py has the file that names them; GryphOne models
+ensemble in model/sat_ensemble.py).
 
 Why: at a CPU budget one small reader is what a run buys, and readers trained with different seeds or
 data mixes err differently. On CROHME's writer-disjoint validation split two AR readers of 110 minutes
@@ -55,6 +56,9 @@ class EnsembleRecognizer(Recognizer):
         for name, m in zip(names, members):
             if type(m).token_steps is Recognizer.token_steps:
                 raise ValueError(f"{name}: model.kind {m.kind} has no token step hook")
+        if default_sampler not in self.samplers:
+            raise ValueError(f"sampler {default_sampler!r}: an ensemble of token recognizers decodes with "
+                             f"{', '.join(self.samplers)}")
         cfg = EnsembleConfig(max_len=min(m.cfg.max_len for m in members), dropout=0.0,
                              member_kinds=tuple(m.kind for m in members))
         super().__init__(cfg, members[0].render, members[0].labels)

@@ -1,10 +1,11 @@
-"""The ensemble file: several trained token recognizers that decode as one (model/ensemble.py,
-model/onnx_ensemble.py). Torch-free, so an exported ensemble loads without PyTorch.
+"""The ensemble file: several trained recognizers that decode as one (model/ensemble.py for token
+recognizers, model/sat_ensemble.py for GryphOne's refinement, model/onnx_ensemble.py for their exports).
+Torch-free, so an exported ensemble loads without PyTorch.
 
 An ensemble is a small JSON file beside its members:
 
     {"format": "gryphone-ensemble-1", "members": ["a.pt", "b.pt"], "combine": "mean-log-prob",
-     "sampler": "greedy", "beam": 1, "sha256": ["<hex>", "<hex>"]}
+     "sampler": "greedy", "beam": 1, "T": 10, "sha256": ["<hex>", "<hex>"]}
 
 `members` are relative paths inside the file's own folder (`a.pt`, `run-1/ckpt.pt`, `run-1`):
 checkpoints (train.run's, its run folders, or their slim shipped form) or folders written by
@@ -15,8 +16,12 @@ untrusted input like a checkpoint: its size is capped, its fields type-checked, 
 could reach outside the folder (a path, `..`, a link out of it) is refused.
 
 `combine`: "mean-log-prob", the one rule: at each step the members' log-probabilities of the next token
-are averaged (a normalized geometric mean of their distributions). On the CROHME validation split it
-read as much as averaging probabilities (BENCHMARKS.md, "Ensembles of AR readers").
+(of every position's symbol and modifier, for GryphOne members) are averaged (a normalized geometric
+mean of their distributions). On the CROHME validation split it read as much as averaging
+probabilities (BENCHMARKS.md, "Ensembles of AR readers").
+
+`sampler` is the default decoder: greedy or beam (width `beam`) for token recognizers; remask,
+remask-keep or mask-predict over `T` refinement steps for GryphOne members.
 """
 from __future__ import annotations
 
@@ -32,6 +37,9 @@ from .spec_files import read_spec_json
 ENSEMBLE_FORMAT = "gryphone-ensemble-1"
 ENSEMBLE_FILE = "gryphone-ensemble.json"   # its name inside a folder (an exported ensemble)
 COMBINE = ("mean-log-prob",)
+TOKEN_SAMPLERS = ("greedy", "beam")
+SAT_SAMPLERS = ("remask", "remask-keep", "mask-predict")
+MAX_T = 1000
 MAX_MEMBERS = 16
 MAX_BYTES = 64 * 1024
 
@@ -45,6 +53,7 @@ class EnsembleSpec:
     combine: str = "mean-log-prob"
     sampler: str = "greedy"         # the default decoder
     beam: int = 1
+    T: int = 10                     # refinement steps of a GryphOne ensemble's default decoder
 
 
 def ensemble_file(path: str | Path) -> Path | None:
@@ -90,22 +99,29 @@ def _checked(path: Path, spec: dict) -> EnsembleSpec:
     combine = spec.get("combine", COMBINE[0])
     if combine not in COMBINE:
         raise ValueError(f"combine {combine!r} is not one of {', '.join(COMBINE)}")
-    sampler, beam = spec.get("sampler", "greedy"), spec.get("beam", 1)
-    if sampler not in ("greedy", "beam") or not isinstance(beam, int) or isinstance(beam, bool) or not 1 <= beam <= 64:
-        raise ValueError(f"sampler must be greedy or beam and beam 1..64, got {sampler!r}, {beam!r}")
-    return EnsembleSpec(path, tuple(paths), tuple(members), tuple(sha), combine, sampler, beam)
+    sampler, beam, T = spec.get("sampler", "greedy"), spec.get("beam", 1), spec.get("T", 10)
+    if sampler not in TOKEN_SAMPLERS + SAT_SAMPLERS:
+        raise ValueError(f"sampler {sampler!r} is not one of {', '.join(TOKEN_SAMPLERS + SAT_SAMPLERS)}")
+    if not _int_in(beam, 1, 64) or not _int_in(T, 1, MAX_T):
+        raise ValueError(f"beam must be 1..64 and T 1..{MAX_T}, got {beam!r}, {T!r}")
+    return EnsembleSpec(path, tuple(paths), tuple(members), tuple(sha), combine, sampler, beam, T)
+
+
+def _int_in(value: object, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
 
 
 def check_members(members: list, names: list[str]) -> None:
-    """ValueError naming the first member that cannot join: members decode tokens (not GryphOne's SAT
-    refinement), into one vocabulary, from images drawn one way. `members`: recognizers or exports (each
-    with kind, label_kind, labels and render)."""
-    for name, m in zip(names, members):
-        if m.label_kind != "token":
-            raise ValueError(f"{name}: a {m.kind} model refines whole answers; only token recognizers ensemble")
+    """ValueError naming the first member that cannot join: members are all token recognizers or all
+    GryphOne (SAT refinement: one whole answer refined per step cannot be averaged with a next-token
+    step), with one vocabulary and one label normalization, reading images drawn one way. `members`:
+    recognizers or exports (each with kind, label_kind, labels and render)."""
     first = members[0]
     for name, m in zip(names, members):
-        if list(m.labels.vocab.tokens) != list(first.labels.vocab.tokens):
+        if m.label_kind != first.label_kind:
+            raise ValueError(f"{name}: a {m.kind} model ({m.label_kind} labels) cannot join {names[0]} "
+                             f"({first.kind}, {first.label_kind} labels): members are all token recognizers or all GryphOne")
+        if m.labels.vocab.to_dict() != first.labels.vocab.to_dict() or m.labels.normalized != first.labels.normalized:
             raise ValueError(f"{name}: its vocabulary differs from {names[0]}'s (members must share one)")
         if m.render != first.render:
             raise ValueError(f"{name}: it reads images drawn otherwise than {names[0]} ({m.render} vs {first.render})")
@@ -121,12 +137,12 @@ def ensemble_title(titles: list[str]) -> str:
 
 
 def write_ensemble(path: str | Path, members: list[str], sampler: str = "greedy", beam: int = 1,
-                   sha256: list[str | None] | None = None) -> Path:
+                   sha256: list[str | None] | None = None, T: int = 10) -> Path:
     """Write an ensemble file listing `members` (relative paths inside its folder); returns its path, read
     back (so what is written is what loads)."""
     path = Path(path)
     spec = {"format": ENSEMBLE_FORMAT, "members": list(members), "combine": COMBINE[0], "sampler": sampler,
-            "beam": int(beam), "sha256": list(sha256) if sha256 is not None else [None] * len(members)}
+            "beam": int(beam), "T": int(T), "sha256": list(sha256) if sha256 is not None else [None] * len(members)}
     path.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     read_ensemble(path)
     return path

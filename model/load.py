@@ -85,8 +85,7 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
             from .onnx_ensemble import ExportedEnsemble
             rec: Any = ExportedEnsemble([m.recognizer for m in members], spec, names)
         elif not any(exported):
-            from .ensemble import EnsembleRecognizer
-            rec = EnsembleRecognizer([m.recognizer for m in members], names, spec.sampler, spec.beam).eval()
+            rec = _checkpoint_ensemble([m.recognizer for m in members], names, spec)
         else:
             raise ValueError("its members mix checkpoints and ONNX exports; list one sort")
     except ValueError as exc:
@@ -94,6 +93,16 @@ def _load_ensemble(path: Path, device: Any, use_ema: bool) -> Loaded:
     state = {"format": ENSEMBLE_FORMAT, "step": sum(m.step for m in members),
              "train_config": members[0].state.get("train_config", {}), "ensemble": str(path)}
     return Loaded(rec, rec.render, rec.labels, state, path, members=members)
+
+
+def _checkpoint_ensemble(members: list, names: list[str], spec):
+    """Token recognizers join as model/ensemble.py's ensemble, GryphOne models as model/sat_ensemble.py's;
+    ValueError when they cannot (mixed, or another vocabulary; model.ensemble_spec.check_members)."""
+    if members[0].label_kind == "sat":
+        from .sat_ensemble import SATEnsemble
+        return SATEnsemble(members, names, spec.sampler, spec.T).eval()
+    from .ensemble import EnsembleRecognizer
+    return EnsembleRecognizer(members, names, spec.sampler, spec.beam).eval()
 
 
 def _load_path(path: Path, device: Any, use_ema: bool) -> Loaded:

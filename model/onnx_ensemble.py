@@ -1,7 +1,8 @@
-"""An ensemble of exported token recognizers (model/ensemble.py's rule, torch-free): each member's
-ONNX graphs run as in model/onnx_runtime.py, and at every step their log-probabilities are averaged.
-The state carried between steps is the tuple of the members' states, so greedy and beam search are the
-same NumPy loops (onnx_runtime.decode_tokens) as for one model."""
+"""An ensemble of exported recognizers (model/ensemble.py's and model/sat_ensemble.py's rule, torch-free):
+each member's ONNX graphs run as in model/onnx_runtime.py, and at every step their log-probabilities
+are averaged. For token recognizers the state carried between steps is the tuple of the members'
+states, so greedy and beam search are the same NumPy loops (onnx_runtime.decode_tokens) as for one
+model; for GryphOne members each refinement step is the average of theirs (onnx_runtime.decode_sat)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -10,16 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 
 from .decoding import DecodeSpec, check_decode_spec
-from .ensemble_spec import EnsembleSpec, check_members, ensemble_title
-from .onnx_runtime import ExportedRecognizer, decode_tokens
-from .onnx_samplers import log_softmax
+from .ensemble_spec import SAT_SAMPLERS, TOKEN_SAMPLERS, EnsembleSpec, check_members, ensemble_title
+from .onnx_runtime import ExportedRecognizer, decode_sat, decode_tokens
+from .onnx_samplers import log_softmax, no_mask
 
 
 class ExportedEnsemble:
-    """The seam's decoding half over several ExportedRecognizers, as EnsembleRecognizer over checkpoints."""
+    """The seam's decoding half over several ExportedRecognizers, as EnsembleRecognizer (token
+    recognizers) or SATEnsemble (GryphOne) over checkpoints."""
 
-    step_samplers = ()
-    label_kind = "token"
     kind = "ensemble"
 
     def __init__(self, members: list[ExportedRecognizer], spec: EnsembleSpec, names: list[str]):
@@ -27,14 +27,22 @@ class ExportedEnsemble:
         self.members = members
         self.title = ensemble_title([m.kind for m in members])
         self.render, self.labels = members[0].render, members[0].labels
+        self.label_kind = members[0].label_kind
+        if self.label_kind == "sat" and any(m.cfg.max_len != members[0].cfg.max_len for m in members):
+            raise ValueError("GryphOne members refine one window: their max_len differ")
         self.cfg = SimpleNamespace(kind="ensemble", max_len=min(m.cfg.max_len for m in members),
                                    member_kinds=tuple(m.kind for m in members))
-        self.samplers = tuple(s for s in ("greedy", "beam") if all(s in m.samplers for m in members))
-        self.default_sampler = spec.sampler if spec.sampler in self.samplers else "greedy"
-        self.default_beam = spec.beam
+        own = SAT_SAMPLERS if self.label_kind == "sat" else TOKEN_SAMPLERS
+        self.samplers = tuple(s for s in own if all(s in m.samplers for m in members))
+        self.step_samplers = self.samplers if self.label_kind == "sat" else ()
+        if spec.sampler not in self.samplers:
+            raise ValueError(f"sampler {spec.sampler!r}: its members decode with {', '.join(self.samplers)}")
+        self.default_sampler, self.default_beam, self.default_T = spec.sampler, spec.beam, spec.T
         self.precision = members[0].precision
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
+        if self.label_kind == "sat":
+            return self.members[0].targets(latex)
         return {"tokens": self.labels.vocab.encode(latex, self.cfg.max_len)}
 
     def check_spec(self, spec: DecodeSpec) -> None:
@@ -42,11 +50,13 @@ class ExportedEnsemble:
 
     def recognize(self, images, spec: DecodeSpec | None = None, history: list | None = None,
                   stats: Counter | None = None, confidences: list | None = None) -> list[str]:
-        spec = spec or DecodeSpec(self.default_sampler)
+        spec = spec or DecodeSpec(self.default_sampler, T=self.default_T)
         self.check_spec(spec)
         if hasattr(images, "detach"):
             images = images.detach().cpu().numpy()
         images = np.ascontiguousarray(images, dtype=np.float32)
+        if self.label_kind == "sat":
+            return decode_sat(self, self.memory(images), images.shape[0], spec, stats, confidences)
         return decode_tokens(self, self.memory(images), images.shape[0], spec, stats, confidences)
 
     # decode_tokens' hook: each member's, over a list of their memories / a tuple of their states
@@ -61,6 +71,14 @@ class ExportedEnsemble:
 
     def reorder(self, state: tuple, src: np.ndarray) -> tuple:
         return tuple(m.reorder(s, src) for m, s in zip(self.members, state))
+
+    def sat_step(self, mem: list):
+        steps = [m.sat_step(x) for m, x in zip(self.members, mem)]
+
+        def step(sym: np.ndarray, mod: np.ndarray):
+            outs = [s(sym, mod) for s in steps]
+            return tuple(np.mean([log_softmax(no_mask(o[k])) for o in outs], axis=0) for k in (0, 1))
+        return step
 
     def token_step(self, mem: list):
         steps = [m.token_step(x) for m, x in zip(self.members, mem)]

@@ -98,7 +98,8 @@ def export_ensemble(loaded: Loaded, out: Path, int8: bool = False, used_ema: boo
         export_onnx(member, out / f"m{k}", int8, used_ema)
         names.append(f"m{k}")
     rec = loaded.recognizer
-    return write_ensemble(out / ENSEMBLE_FILE, names, rec.default_sampler, rec.default_beam)
+    return write_ensemble(out / ENSEMBLE_FILE, names, rec.default_sampler, rec.default_beam,
+                          T=getattr(rec, "default_T", 10))
 
 
 def stamp_metadata(out: Path, spec: dict) -> None:

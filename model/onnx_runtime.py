@@ -83,17 +83,15 @@ class ExportedRecognizer:
         mem = self.memory(images)
         b = images.shape[0]
         if self.label_kind == "sat":
-            def step(sym: np.ndarray, mod: np.ndarray):
-                return self.decoder.run(None, {"symbols": sym, "modifiers": mod, **mem})
-
-            if spec.sampler == "mask-predict":
-                sym, mod, logits = mask_predict(step, b, self.cfg.max_len, spec.T)
-            else:
-                sym, mod, logits = remask(step, b, self.cfg.max_len, spec.T, spec.seed, spec.sampler == "remask-keep")
-            s_log, m_log = log_softmax(no_mask(logits[0])), log_softmax(no_mask(logits[1]))
-            return finish_sat(self.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
-
+            return decode_sat(self, mem, b, spec, stats, confidences)
         return decode_tokens(self, mem, b, spec, stats, confidences)
+
+    # the refinement hook decode_sat runs on (model/onnx_ensemble.py averages its members')
+    def sat_step(self, mem: dict[str, np.ndarray]):
+        """One refinement step of the decoder graph over `mem`: (symbols, modifiers) -> their logits."""
+        def step(sym: np.ndarray, mod: np.ndarray):
+            return self.decoder.run(None, {"symbols": sym, "modifiers": mod, **mem})
+        return step
 
     # the token-decoding hook decode_tokens runs on (model/onnx_ensemble.py composes its members')
     def initial_state(self, mem: dict[str, np.ndarray]) -> tuple:
@@ -118,6 +116,17 @@ class ExportedRecognizer:
             logits, *rest = self.decoder.run(None, inputs)
             return logits, tuple(rest)
         return token_step
+
+
+def decode_sat(rec, mem, images: int, spec: DecodeSpec, stats: Counter | None, confidences: list | None) -> list[str]:
+    """A GryphOne export's sampler over its hook `sat_step(mem)` (what `memory` gave for `images` images)."""
+    step = rec.sat_step(mem)
+    if spec.sampler == "mask-predict":
+        sym, mod, logits = mask_predict(step, images, rec.cfg.max_len, spec.T)
+    else:
+        sym, mod, logits = remask(step, images, rec.cfg.max_len, spec.T, spec.seed, spec.sampler == "remask-keep")
+    s_log, m_log = log_softmax(no_mask(logits[0])), log_softmax(no_mask(logits[1]))
+    return finish_sat(rec.labels.vocab, sym.tolist(), mod.tolist(), s_log, m_log, spec, stats, confidences)
 
 
 def decode_tokens(rec, mem, images: int, spec: DecodeSpec, stats: Counter | None,

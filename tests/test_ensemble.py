@@ -104,7 +104,10 @@ def test_an_ensemble_file_loads_checkpoints_and_checks_their_digests(tmp_path):
     ({"members": []}, "members must list"),
     ({"members": ["a.pt"], "combine": "max"}, "combine"),
     ({"members": ["a.pt"], "sha256": ["zz"]}, "sha256"),
-    ({"members": ["a.pt"], "sampler": "remask"}, "sampler"),
+    ({"members": ["a.pt"], "sampler": "remask"}, "sampler 'remask'"),
+    ({"members": ["a.pt"], "sampler": "nucleus"}, "sampler 'nucleus'"),
+    ({"members": ["a.pt"], "T": 0}, "T 1.."),
+    ({"members": ["a.pt"], "beam": True}, "beam must be"),
     ({"members": ["link.pt"]}, "outside"),
 ])
 def test_hostile_ensemble_files_are_refused_by_name(tmp_path, spec, cause):
@@ -126,7 +129,7 @@ def test_members_that_cannot_join_are_refused(tmp_path):
     other = tiny_model("ar", canvas=(32, 64)).eval()        # another canvas
     _save(other, tmp_path / "small.pt")
     assert token_labels().vocab.tokens == other.labels.vocab.tokens
-    for members, cause in [(["ar.pt", "gry.pt"], "refines whole answers"), (["ar.pt", "small.pt"], "drawn otherwise")]:
+    for members, cause in [(["ar.pt", "gry.pt"], "all token recognizers or all GryphOne"), (["ar.pt", "small.pt"], "drawn otherwise")]:
         path = write_ensemble(tmp_path / "e.json", ["ar.pt"])
         path.write_text(json.dumps({"format": "gryphone-ensemble-1", "members": members}))
         with pytest.raises(CheckpointError, match=cause):
@@ -199,7 +202,7 @@ def test_an_ensemble_is_not_trained():
     ens = EnsembleRecognizer([_model("ar", 0)])
     with pytest.raises(ValueError, match="train its members"):
         ens.loss(torch.rand(1, 1, 32, 128), {})
-    with pytest.raises(ValueError, match="refines whole answers"):
+    with pytest.raises(ValueError, match="no token step hook"):
         EnsembleRecognizer([_model("diffusion", 0)])
 
 
@@ -219,7 +222,7 @@ def test_the_ensemble_cli_writes_a_file_that_loads_and_keeps_nothing_on_failure(
     assert "outside" in capsys.readouterr().err
     assert cli.main([str(tmp_path / "r1"), str(tmp_path / "g.pt"), "--out", str(tmp_path / "bad.json")]) == 1
     err = capsys.readouterr().err
-    assert "refines whole answers" in err and str(tmp_path / "bad.json") in err
+    assert "all token recognizers or all GryphOne" in err and str(tmp_path / "bad.json") in err
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".json") == ["ens.json"]
     with pytest.raises(SystemExit):
         cli.main([str(tmp_path / "r1"), "--out", str(tmp_path / "e.txt")])
@@ -237,15 +240,16 @@ def test_the_ensemble_file_round_trips(tmp_path_factory):
 
     @settings(max_examples=60, deadline=None)
     @given(st.lists(st.tuples(member, digest), min_size=1, max_size=5, unique_by=lambda t: t[0].split("/")[0]),
-           st.sampled_from(["greedy", "beam"]), st.integers(1, 64))
-    def check(members, sampler, beam):
+           st.sampled_from(["greedy", "beam", "remask", "remask-keep", "mask-predict"]), st.integers(1, 64),
+           st.integers(1, 1000))
+    def check(members, sampler, beam, T):
         folder = tmp_path_factory.mktemp("ens")
         for name, _ in members:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(b"x")
         names, digests = [m for m, _ in members], [d for _, d in members]
-        spec = read_ensemble(write_ensemble(folder / "e.json", names, sampler, beam, digests))
+        spec = read_ensemble(write_ensemble(folder / "e.json", names, sampler, beam, digests, T=T))
         assert spec.names == tuple(names) and spec.sha256 == tuple(digests)
-        assert (spec.sampler, spec.beam) == (sampler, beam)
+        assert (spec.sampler, spec.beam, spec.T) == (sampler, beam, T)
         assert spec.members == tuple(folder.joinpath(*n.split("/")) for n in names)
     check()

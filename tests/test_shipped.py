@@ -130,15 +130,29 @@ def test_an_ensemble_of_shipped_models_ships_without_copying_weights(weights, tm
     assert (loaded.shipped.sampler, loaded.shipped.beam) == ("beam", 3)
     with pytest.raises(ValueError, match="not shipped"):
         place_ensemble("x", ["micro-a", "nope"], "greedy", 1, "", [], weights)
-    with pytest.raises(CheckpointError, match="refines whole answers"):
+    with pytest.raises(CheckpointError, match="all token recognizers or all GryphOne"):
         place_ensemble("x", ["micro-a", "micro-g"], "greedy", 1, "", [], weights)
     assert not (weights / "x.json").exists()
+    assert ship_main(["--members", "micro-a", "--name", "y", "--sampler", "remask", "--summary", "",
+                      "--folder", str(weights)]) == 1      # token members, a GryphOne sampler: refused by load
+    assert not (weights / "y.json").exists()
     with pytest.raises(SystemExit) as stop:
-        ship_main(["--members", "micro-a", "--name", "y", "--sampler", "remask", "--summary", "", "--folder", str(weights)])
+        ship_main(["--members", "micro-a", "--name", "y", "--sampler", "nucleus", "--summary", "", "--folder", str(weights)])
     assert stop.value.code == 2
     (weights / "micro-b.pt").write_bytes((weights / "micro-b.pt").read_bytes() + b"\0")
     with pytest.raises(CheckpointError, match="micro-b.pt: damaged"):
         load()
+
+
+def test_an_ensemble_of_shipped_gryphone_models_keeps_its_sampler_and_steps(weights, tmp_path):
+    from model.sat_ensemble import SATEnsemble
+
+    place(micro_checkpoint(tmp_path, steps=30), "micro-g2", "mask-predict", 3, "g2", [], weights, onnx=False)
+    entry = place_ensemble("micro-gg", ["micro-g", "micro-g2"], "mask-predict", 1, "both", ["page"], weights, T=4)
+    assert (entry["sampler"], entry["T"]) == ("mask-predict", 4)
+    loaded = load(None, use="page")
+    assert isinstance(loaded.recognizer, SATEnsemble) and loaded.recognizer.default_T == 4
+    assert loaded.recognizer.step_samplers == ("remask", "remask-keep", "mask-predict")
 
 
 def test_place_refuses_a_decoder_the_model_lacks(tmp_path):

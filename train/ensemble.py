@@ -1,14 +1,18 @@
-"""Join trained token recognizers into one reader: an ensemble file (model/ensemble_spec.py) that
-`--ckpt` takes wherever a checkpoint goes (eval, predict, serve, export_onnx, ship).
+"""Join trained recognizers into one reader: an ensemble file (model/ensemble_spec.py) that `--ckpt`
+takes wherever a checkpoint goes (eval, predict, serve, export_onnx, ship).
 
     python -m train.ensemble runs/ar-seed0 runs/ar-seed1 runs/posformer --out runs/ensemble.json
+    python -m train.ensemble runs/gryphone-a runs/gryphone-b --out runs/gryphone-ens.json --sampler mask-predict
     python -m train.eval --ckpt runs/ensemble.json --data shards/crohme-96x384 --splits valid
 
-At every step the members' log-probabilities of the next token are averaged; greedy and beam search
-run on that average. Members are checkpoints, run folders or train.export_onnx folders (one sort),
-of the AR baseline, PosFormer or HVT, sharing one vocabulary and one canvas (trained on the same
-shards); they must sit inside the ensemble file's folder, which it names them relative to. --digests
-records each member checkpoint's SHA-256, checked on every load.
+Token recognizers (the AR baseline, PosFormer, HVT, mixed as you like): at every step the members'
+log-probabilities of the next token are averaged, and greedy and beam search run on that average.
+GryphOne models: at every refinement step the members' log-probabilities of each position's symbol
+and modifier are averaged, and the samplers (remask, remask-keep, mask-predict) run on that average.
+The two sorts do not mix. Members are checkpoints, run folders or train.export_onnx folders (one
+sort), sharing one vocabulary and one canvas (trained on the same shards); they must sit inside the
+ensemble file's folder, which it names them relative to. --digests records each member checkpoint's
+SHA-256, checked on every load.
 
 Exit status: 0 written; 1 a member cannot join (the file is not kept); 2 bad command line.
 """
@@ -20,7 +24,7 @@ import sys
 from pathlib import Path
 
 from model import CheckpointError, load
-from model.ensemble_spec import write_ensemble
+from model.ensemble_spec import MAX_T, SAT_SAMPLERS, TOKEN_SAMPLERS, write_ensemble
 from model.load import run_checkpoint
 from model.spec_files import sha256_file
 
@@ -48,15 +52,18 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("members", nargs="+", type=Path, help="checkpoints, run folders or export folders")
     ap.add_argument("--out", required=True, type=Path, help="the ensemble file to write (.json)")
-    ap.add_argument("--sampler", choices=("greedy", "beam"), default="greedy",
-                    help="its default decoder (default: %(default)s)")
+    ap.add_argument("--sampler", choices=TOKEN_SAMPLERS + SAT_SAMPLERS, default=None,
+                    help="its default decoder (default: greedy for token recognizers, mask-predict for GryphOne)")
     ap.add_argument("--beam", type=int, default=5, help="the beam width with --sampler beam (default: %(default)s)")
+    ap.add_argument("--T", type=int, default=10, help="GryphOne's refinement steps (default: %(default)s)")
     ap.add_argument("--digests", action="store_true", help="record each member checkpoint's SHA-256")
     args = ap.parse_args(argv)
     if args.out.suffix != ".json":
         ap.error(f"--out {args.out}: an ensemble file ends in .json")
     if not 1 <= args.beam <= 64:
         ap.error("--beam must be 1..64")
+    if not 1 <= args.T <= MAX_T:
+        ap.error(f"--T must be 1..{MAX_T}")
     missing = [str(m) for m in args.members if not m.exists()]
     if missing:
         ap.error(f"no such member: {', '.join(missing)}")
@@ -65,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         names = relative_members(args.members, args.out)
         digests = [_digest(run_checkpoint(m)) if args.digests else None for m in args.members]
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_ensemble(tmp, names, args.sampler, args.beam if args.sampler == "beam" else 1, digests)
+        sampler = args.sampler or ("mask-predict" if load(args.members[0]).recognizer.label_kind == "sat" else "greedy")
+        write_ensemble(tmp, names, sampler, args.beam if sampler == "beam" else 1, digests, T=args.T)
         loaded = load(tmp)   # the members join, or the reason they do not
         tmp.replace(args.out)
     except (CheckpointError, ValueError, OSError) as exc:
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(exc).replace(str(tmp), str(args.out))}", file=sys.stderr)
         return 1
     kinds = ", ".join(loaded.recognizer.cfg.member_kinds)
-    print(f"wrote {args.out}: {len(names)} members ({kinds}), {args.sampler}; "
+    print(f"wrote {args.out}: {len(names)} members ({kinds}), {sampler}; "
           f"read it with: python -m train.predict --ckpt {args.out} FILE...")
     return 0
 

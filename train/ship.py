@@ -11,7 +11,8 @@ Writes `NAME.pt` (the EMA weights, or the raw ones with --no-ema, and the specs:
 state; a fraction of the run's checkpoint), `NAME-onnx/` (train.export_onnx's folder, fp32; skipped
 with --no-onnx or without the onnx extra) and the model's entry in `manifest.json` (its SHA-256, its
 decoder, its one-line summary, the data's terms), refusing a file over the repository's 16 MB cap.
-With --members (models already shipped), it writes an ensemble instead (model/ensemble_spec.py):
+With --members (models already shipped: token recognizers, or GryphOne models with a GryphOne
+--sampler and --T), it writes an ensemble instead (model/ensemble_spec.py):
 `NAME.json` listing the members' checkpoints with their SHA-256, `NAME-onnx.json` listing their ONNX
 folders, and the entry; no weights are copied.
 The model card beside them (MODEL_CARD.md) is written by people: it quotes measured figures.
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from model import CheckpointError, load_checkpoint, save_checkpoint
 from model.checkpoint import FORMAT, REQUIRED
+from model.ensemble_spec import SAT_SAMPLERS, TOKEN_SAMPLERS
 from model.spec_files import sha256_file
 from model.shipped import MANIFEST, MANIFEST_FORMAT, USES, WEIGHTS_DIR
 from tokenizer.files import atomic_write_json
@@ -75,7 +77,7 @@ def place(ckpt: Path, name: str, sampler: str, T: int, summary: str, defaults: l
 
 
 def place_ensemble(name: str, members: list[str], sampler: str, beam: int, summary: str, defaults: list[str],
-                   folder: Path = WEIGHTS_DIR) -> dict:
+                   folder: Path = WEIGHTS_DIR, T: int = 10) -> dict:
     """Write NAME.json (+ NAME-onnx.json where every member has an ONNX folder) over shipped members and
     its manifest entry; returns the entry."""
     from model import load
@@ -93,17 +95,18 @@ def place_ensemble(name: str, members: list[str], sampler: str, beam: int, summa
     if any(e["kind"] == "ensemble" for e in entries):
         raise ValueError("--members: an ensemble cannot be a member; list its members")
     target = write_ensemble(folder / f"{name}.json", [e["checkpoint"] for e in entries], sampler, beam,
-                            [e["sha256"] for e in entries])
+                            [e["sha256"] for e in entries], T=T)
     try:
-        load(target)  # the members join (one vocabulary, one canvas, token recognizers)
+        load(target)  # the members join (one sort, one vocabulary, one canvas) and decode with `sampler`
     except (CheckpointError, ValueError):
         target.unlink()
         raise
     onnx = None
     if all(e.get("onnx") for e in entries):
-        onnx = write_ensemble(folder / f"{name}-onnx.json", [e["onnx"] for e in entries], sampler, beam).name
+        onnx = write_ensemble(folder / f"{name}-onnx.json", [e["onnx"] for e in entries], sampler, beam, T=T).name
     terms = sorted({e.get("data_terms", "") for e in entries})
-    entry = {"checkpoint": target.name, "onnx": onnx, "kind": "ensemble", "sampler": sampler, "T": 1, "beam": int(beam),
+    entry = {"checkpoint": target.name, "onnx": onnx, "kind": "ensemble", "sampler": sampler,
+             "T": int(T) if sampler in SAT_SAMPLERS else 1, "beam": int(beam),
              "sha256": sha256_file(target), "summary": summary,
              "step": sum(int(e.get("step", 0)) for e in entries), "data_terms": "; ".join(t for t in terms if t),
              "members": list(members)}
@@ -160,10 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--default {bad[0]!r}: one of {', '.join(USES)}")
     try:
         if args.members:
-            if args.sampler not in ("greedy", "beam"):
-                ap.error(f"--sampler {args.sampler}: an ensemble decodes with greedy or beam")
+            if args.sampler not in TOKEN_SAMPLERS + SAT_SAMPLERS:
+                ap.error(f"--sampler {args.sampler}: an ensemble decodes with {', '.join(TOKEN_SAMPLERS + SAT_SAMPLERS)}")
             entry = place_ensemble(args.name, [m for m in args.members.split(",") if m], args.sampler, args.beam,
-                                   args.summary, defaults, args.folder)
+                                   args.summary, defaults, args.folder, T=args.T)
         else:
             entry = place(args.ckpt, args.name, args.sampler, args.T, args.summary, defaults, args.folder,
                           not args.no_ema, not args.no_onnx, terms=args.terms, beam=args.beam)

@@ -261,6 +261,15 @@ def final_log_probs(final: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return _no_mask(final["sym"]).log_softmax(-1), _no_mask(final["mod"]).log_softmax(-1)
 
 
+def batch_device(mem_kv) -> tuple[int, torch.device]:
+    """The batch size and device of a step's memory: its first cached tensor's (the decoder's per-layer
+    (keys, values), or an ensemble's list of its members' caches)."""
+    first = mem_kv
+    while not isinstance(first, torch.Tensor):
+        first = first[0]
+    return first.shape[0], first.device
+
+
 @torch.no_grad()
 def sample_remask(decoder: SATDecoder, mem_kv, T: int, seed: int = 0,
                   early_exit: bool = False, history: list | None = None,
@@ -277,8 +286,7 @@ def sample_remask(decoder: SATDecoder, mem_kv, T: int, seed: int = 0,
     seed: the re-mask draws (remask_noise): one row per step, the same for every sample, so an
     image reads the same alone, in any batch and at any batch size.
     """
-    b = mem_kv[0][0].shape[0]
-    dev = mem_kv[0][0].device
+    b, dev = batch_device(mem_kv)
     n = decoder.max_len
     sym = torch.full((b, n), MASK, dtype=torch.long, device=dev)
     mod = torch.full_like(sym, MASK)
@@ -312,8 +320,7 @@ def sample_mask_predict(decoder: SATDecoder, mem_kv, T: int, early_exit: bool = 
     reads a value back from the device (a step that re-masks nothing masks nothing), so it can be
     captured whole (a CUDA graph, torch.compile).
     """
-    b = mem_kv[0][0].shape[0]
-    dev = mem_kv[0][0].device
+    b, dev = batch_device(mem_kv)
     n = decoder.max_len
     sym = torch.full((b, n), MASK, dtype=torch.long, device=dev)
     mod = torch.full_like(sym, MASK)

@@ -127,16 +127,22 @@ class GryphOne(Recognizer):
         return (enc + views * dec + mem_kv) * (3 if train else 1)
 
     # --- decoding -------------------------------------------------------------------------------
+    def sat_steps(self, images: torch.Tensor) -> tuple[Callable, object]:
+        """The refinement step hook: (step, memory) with the images encoded once, where `step(symbols,
+        modifiers, memory)` gives every position's symbol and modifier logits ({"sym", "mod"} [B, L, V])
+        and has `max_len`. The samplers run on it; an ensemble (model/sat_ensemble.py) averages it."""
+        return self.decoder, self.decoder.memory_kv(self.encoder(images))
+
     @torch.no_grad()
     def decode_sat(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None,
                    final: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(symbol ids, modifier ids), each [B, max_len], PAD after the label. Samplers: "remask" (the
         paper's), "remask-keep" (the official implementation's: visible tokens kept, only masked ones
         re-predicted), "mask-predict". `final` receives the last step's log-probabilities."""
-        mem_kv = self.decoder.memory_kv(self.encoder(images))
+        step, memory = self.sat_steps(images)
         if spec.sampler == "mask-predict":
-            return sample_mask_predict(self.decoder, mem_kv, spec.T, False, history, final)
-        return sample_remask(self.decoder, mem_kv, spec.T, spec.seed, False, history,
+            return sample_mask_predict(step, memory, spec.T, False, history, final)
+        return sample_remask(step, memory, spec.T, spec.seed, False, history,
                              keep_visible=spec.sampler == "remask-keep", final=final)
 
     @torch.no_grad()
