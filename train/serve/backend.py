@@ -86,8 +86,7 @@ class Backend:
         self.render = loaded.render
         self.source: str = f"the shipped {ship.name}" if ship else str(loaded.path)
         own = ship.sampler if ship and ship.sampler in self._model.samplers else None
-        steps = self._model.step_samplers
-        self.sampler: str = own or (steps[0] if steps else self._model.default_sampler)
+        self.sampler: str = own or self._model.default_sampler
         self.beam: int = ship.beam if ship and own == "beam" else self._model.default_beam
 
     @classmethod
