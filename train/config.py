@@ -9,6 +9,8 @@ Presets (`--config NAME`):
   crohme-ship the first run behind the shipped GryphOne: crohme-cpu on `fit`, validated on `valid` (datasets_prep.holdout)
   crohme-ship-ar  the run behind the shipped handwriting reader: the AR baseline alone on crohme-ship's data
   crohme-ship-more  the run behind the shipped GryphOne: a crohme-ship run trained on for 110 minutes (init=)
+  crohme-ship-b, crohme-ship-b-more  the second member of the shipped GryphOne ensemble: GryphOne's second
+              stage from the `crohme-ship-ar seed=1` reader, then trained on for 100 minutes (init=)
   posformer-paper, hvt-paper  the other two recognizers at their published sizes, for a GPU
   paper       GryphOne as published: ViT-S/8 at 224x224, 5-layer decoder, T=50, batch 32, AdamW 1e-4/1e-3,
               60 epochs, RMML, with the official implementation's masking, KL and sampler
@@ -247,6 +249,27 @@ def _crohme_ship_more() -> TrainConfig:
     return cfg
 
 
+def _crohme_ship_b() -> TrainConfig:
+    """GryphOne's second stage started from another run's AR reader, for a second GryphOne that errs
+    otherwise than `crohme-ship-more` (the shipped GryphOne ensemble, model/weights/MODEL_CARD.md): encoder
+    and decoder from `python -m train.run --config crohme-ship-ar seed=1 out=runs/crohme-ship-ar-seed1`,
+    110 minutes on `crohme-ship`'s data; `crohme-ship-b-more` trains it on. The shipped run took one
+    thread beside a second run (`threads=1`)."""
+    cfg = _crohme_ship()
+    cfg.name, cfg.out, cfg.max_minutes = "crohme-ship-b", "runs/crohme-ship-b", 110
+    cfg.model.encoder_init = cfg.model.decoder_init = "runs/crohme-ship-ar-seed1/ckpt.pt"
+    return cfg
+
+
+def _crohme_ship_b_more() -> TrainConfig:
+    """`crohme-ship-b` trained on for 100 minutes as `crohme-ship-more` trains `crohme-ship` on (init=, a
+    fresh cosine from 5e-4), with seed 1 (another order of the data)."""
+    cfg = _crohme_ship_more()
+    cfg.name, cfg.out, cfg.init = "crohme-ship-b-more", "runs/crohme-ship-b-more", "runs/crohme-ship-b/ckpt.pt"
+    cfg.max_minutes, cfg.seed = 100, 1
+    return cfg
+
+
 def _print_cpu() -> TrainConfig:
     """Printed formulas on 2 CPU cores in under two hours, everything included: `crohme-cpu`'s model on
     64x512 images of printed formulas (`shards/printed-64x512`, made by benchmarks/print_cpu.sh:
@@ -313,7 +336,8 @@ def _hvt_paper() -> TrainConfig:
 
 
 PRESETS = {"micro": _micro, "demo": _demo, "tiny": _tiny, "crohme-cpu": _crohme_cpu, "crohme-ship": _crohme_ship,
-           "crohme-ship-ar": _crohme_ship_ar, "crohme-ship-more": _crohme_ship_more, "print-cpu": _print_cpu,
+           "crohme-ship-ar": _crohme_ship_ar, "crohme-ship-more": _crohme_ship_more, "crohme-ship-b": _crohme_ship_b,
+           "crohme-ship-b-more": _crohme_ship_b_more, "print-cpu": _print_cpu,
            "paper": _paper,
            "posformer-paper": _posformer_paper, "hvt-paper": _hvt_paper}
 
