@@ -118,3 +118,23 @@ print(json.dumps(out))
                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads(res.stdout) == ens.recognizer.recognize(images, SAMPLERS[2])
+
+
+def test_pick_members_orders_by_score_and_keeps_the_smallest_best_prefix(tmp_path, capsys):
+    """benchmarks/pick_members.py on micro runs: each candidate scored alone, the prefixes in that order,
+    the chosen file written and loadable; the tie rule keeps fewer members."""
+    from serve_helpers import micro_checkpoint, micro_data
+    from test_benchmarks_import import load_script
+
+    pick = load_script("pick_members")
+    assert pick.choose({1: 0.40, 2: 0.43, 3: 0.434}) == 2 and pick.choose({1: 0.5, 2: 0.49}) == 1
+    a, b = micro_checkpoint(tmp_path, steps=20), micro_checkpoint(tmp_path, steps=30)
+    data = micro_data(tmp_path)
+    split = next(p.name for p in data.iterdir() if p.is_dir())
+    out = a.parent.parent / "ens.json"
+    assert pick.main([str(a), str(b), "--data", str(data), "--split", split, "--sampler", "mask-predict",
+                      "--T", "2", "--out", str(out), "--json", str(tmp_path / "t.json")]) == 0
+    table = json.loads((tmp_path / "t.json").read_text())
+    assert set(table["alone"]) == {str(a), str(b)} and table["chosen"] in (1, 2)
+    assert (out.parent / "ens-k2.json").is_file() and len(read_ensemble(out).members) == table["chosen"]
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(out)
