@@ -128,10 +128,15 @@ def test_pick_members_orders_by_score_and_keeps_the_smallest_best_prefix(tmp_pat
 
     pick = load_script("pick_members")
     assert pick.choose({1: 0.40, 2: 0.43, 3: 0.434}) == 2 and pick.choose({1: 0.5, 2: 0.49}) == 1
-    a, b = micro_checkpoint(tmp_path, steps=20), micro_checkpoint(tmp_path, steps=30)
+    import shutil
+
+    a, b = tmp_path / "r20" / "ckpt.pt", tmp_path / "r30" / "ckpt.pt"   # copies: the cached runs sit elsewhere
+    for steps, where in ((20, a), (30, b)):
+        where.parent.mkdir()
+        shutil.copy(micro_checkpoint(tmp_path, steps=steps), where)
     data = micro_data(tmp_path)
     split = next(p.name for p in data.iterdir() if p.is_dir())
-    out = a.parent.parent / "ens.json"
+    out = tmp_path / "ens.json"
     assert pick.main([str(a), str(b), "--data", str(data), "--split", split, "--sampler", "mask-predict",
                       "--T", "2", "--out", str(out), "--json", str(tmp_path / "t.json")]) == 0
     table = json.loads((tmp_path / "t.json").read_text())

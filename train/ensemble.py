@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         names = relative_members(args.members, args.out)
         digests = [_digest(run_checkpoint(m)) if args.digests else None for m in args.members]
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        sampler = args.sampler or ("mask-predict" if load(args.members[0]).recognizer.label_kind == "sat" else "greedy")
+        sampler = args.sampler or ("mask-predict" if load(args.members[0]).recognizer.step_samplers else "greedy")
         write_ensemble(tmp, names, sampler, args.beam if sampler == "beam" else 1, digests, T=args.T)
         loaded = load(tmp)   # the members join, or the reason they do not
         tmp.replace(args.out)
