@@ -35,9 +35,11 @@ class ExportedEnsemble:
         own = SAT_SAMPLERS if self.label_kind == "sat" else TOKEN_SAMPLERS
         self.samplers = tuple(s for s in own if all(s in m.samplers for m in members))
         self.step_samplers = self.samplers if self.label_kind == "sat" else ()
-        if spec.sampler not in self.samplers:
+        if spec.sampler not in own:
             raise ValueError(f"sampler {spec.sampler!r}: its members decode with {', '.join(self.samplers)}")
-        self.default_sampler, self.default_beam, self.default_T = spec.sampler, spec.beam, spec.T
+        # an export without beam search (PosFormer's) falls back to greedy
+        self.default_sampler = spec.sampler if spec.sampler in self.samplers else self.samplers[0]
+        self.default_beam, self.default_T = spec.beam, spec.T
         self.precision = members[0].precision
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
