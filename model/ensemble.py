@@ -40,37 +40,32 @@ def mean_step(steps: list[Step]) -> Step:
     return with_reorder(step, reorder)
 
 
-class EnsembleRecognizer(Recognizer):
-    kind = "ensemble"
-    label_kind = "token"
-    samplers = ("greedy", "beam")
-    title = "an ensemble"
-    description = "an ensemble of token recognizers (their log-probabilities averaged per step)"
+class MemberEnsemble(Recognizer):
+    """What every ensemble of checkpoints shares: members that can join (model.ensemble_spec.check_members)
+    and have the step hook the subclass averages (`hook`), a default sampler of its own, the shortest
+    member's window, and no training."""
 
-    def __init__(self, members: list[Recognizer], names: list[str] | None = None, default_sampler: str = "greedy",
-                 default_beam: int = 1):
+    kind = "ensemble"
+    title = "an ensemble"
+    hook: str = ""  # the members' step hook the ensemble averages
+
+    def __init__(self, members: list[Recognizer], names: list[str] | None, default_sampler: str):
         names = names or [f"member {i + 1}" for i in range(len(members))]
         if not members:
             raise ValueError("an ensemble needs at least one member")
         check_members(members, names)
         for name, m in zip(names, members):
-            if type(m).token_steps is Recognizer.token_steps:
-                raise ValueError(f"{name}: model.kind {m.kind} has no token step hook")
+            if getattr(type(m), self.hook, None) in (None, getattr(Recognizer, self.hook, None)):
+                raise ValueError(f"{name}: model.kind {m.kind} has no {self.hook.split('_')[0]} step hook ({self.hook})")
         if default_sampler not in self.samplers:
-            raise ValueError(f"sampler {default_sampler!r}: an ensemble of token recognizers decodes with "
+            raise ValueError(f"sampler {default_sampler!r}: {self.description.split(' (')[0]} decodes with "
                              f"{', '.join(self.samplers)}")
         cfg = EnsembleConfig(max_len=min(m.cfg.max_len for m in members), dropout=0.0,
                              member_kinds=tuple(m.kind for m in members))
         super().__init__(cfg, members[0].render, members[0].labels)
         self.members = nn.ModuleList(members)
-        self.default_sampler, self.default_beam = default_sampler, default_beam
+        self.default_sampler = default_sampler
         self.title = ensemble_title([m.title or m.kind for m in members])
-
-    def token_steps(self, images: torch.Tensor) -> TokenSteps:
-        parts = [m.token_steps(images) for m in self.members]
-        return TokenSteps(images.shape[0], lambda: mean_step([p.rows() for p in parts]),
-                          lambda i, width: mean_step([p.image(i, width) for p in parts]), self.cfg.max_len,
-                          images.device)
 
     def loss(self, images, batch, generator=None):
         raise ValueError("an ensemble is not trained: train its members (python -m train.run), then list them")
@@ -79,6 +74,24 @@ class EnsembleRecognizer(Recognizer):
         if train:
             raise ValueError("an ensemble is not trained")
         return sum(m.flops_per_image(False) for m in self.members)
+
+
+class EnsembleRecognizer(MemberEnsemble):
+    label_kind = "token"
+    samplers = ("greedy", "beam")
+    description = "an ensemble of token recognizers (their log-probabilities averaged per step)"
+    hook = "token_steps"
+
+    def __init__(self, members: list[Recognizer], names: list[str] | None = None, default_sampler: str = "greedy",
+                 default_beam: int = 1):
+        super().__init__(members, names, default_sampler)
+        self.default_beam = default_beam
+
+    def token_steps(self, images: torch.Tensor) -> TokenSteps:
+        parts = [m.token_steps(images) for m in self.members]
+        return TokenSteps(images.shape[0], lambda: mean_step([p.rows() for p in parts]),
+                          lambda i, width: mean_step([p.image(i, width) for p in parts]), self.cfg.max_len,
+                          images.device)
 
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:

@@ -114,8 +114,9 @@ def _int_in(value: object, lo: int, hi: int) -> bool:
 def check_members(members: list, names: list[str]) -> None:
     """ValueError naming the first member that cannot join: members are all token recognizers or all
     GryphOne (SAT refinement: one whole answer refined per step cannot be averaged with a next-token
-    step), with one vocabulary and one label normalization, reading images drawn one way. `members`:
-    recognizers or exports (each with kind, label_kind, labels and render)."""
+    step), with one vocabulary and one label normalization, reading images drawn one way (GryphOne
+    members: into one window too). `members`: recognizers or exports (each with kind, label_kind, labels,
+    render and cfg.max_len)."""
     first = members[0]
     for name, m in zip(names, members):
         if m.label_kind != first.label_kind:
@@ -125,6 +126,9 @@ def check_members(members: list, names: list[str]) -> None:
             raise ValueError(f"{name}: its vocabulary differs from {names[0]}'s (members must share one)")
         if m.render != first.render:
             raise ValueError(f"{name}: it reads images drawn otherwise than {names[0]} ({m.render} vs {first.render})")
+        if first.label_kind == "sat" and m.cfg.max_len != first.cfg.max_len:
+            raise ValueError(f"{name}: its window is {m.cfg.max_len} positions, {names[0]}'s {first.cfg.max_len} "
+                             "(GryphOne members refine one window)")
 
 
 def ensemble_title(titles: list[str]) -> str:

@@ -28,8 +28,6 @@ class ExportedEnsemble:
         self.title = ensemble_title([m.kind for m in members])
         self.render, self.labels = members[0].render, members[0].labels
         self.label_kind = members[0].label_kind
-        if self.label_kind == "sat" and any(m.cfg.max_len != members[0].cfg.max_len for m in members):
-            raise ValueError("GryphOne members refine one window: their max_len differ")
         self.cfg = SimpleNamespace(kind="ensemble", max_len=min(m.cfg.max_len for m in members),
                                    member_kinds=tuple(m.kind for m in members))
         own = SAT_SAMPLERS if self.label_kind == "sat" else TOKEN_SAMPLERS

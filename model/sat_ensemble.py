@@ -18,8 +18,7 @@ import torch
 import torch.nn as nn
 
 from .decoding import DecodeSpec
-from .ensemble import EnsembleConfig
-from .ensemble_spec import check_members, ensemble_title
+from .ensemble import MemberEnsemble
 from .gryphone.diffusion import _no_mask
 from .gryphone.recognizer import GryphOne
 from .recognizer import Recognizer
@@ -39,33 +38,17 @@ class MeanSATStep(nn.Module):
         return {k: torch.stack([_no_mask(o[k]).log_softmax(-1) for o in outs]).mean(0) for k in ("sym", "mod")}
 
 
-class SATEnsemble(Recognizer):
-    kind = "ensemble"
+class SATEnsemble(MemberEnsemble):
     label_kind = "sat"
     samplers = GryphOne.samplers
     step_samplers = GryphOne.step_samplers
-    title = "an ensemble"
     description = "an ensemble of GryphOne models (their log-probabilities averaged per refinement step)"
+    hook = "sat_steps"
 
     def __init__(self, members: list[Recognizer], names: list[str] | None = None, default_sampler: str = "mask-predict",
                  default_T: int = 10):
-        names = names or [f"member {i + 1}" for i in range(len(members))]
-        if not members:
-            raise ValueError("an ensemble needs at least one member")
-        check_members(members, names)
-        for name, m in zip(names, members):
-            if not hasattr(m, "sat_steps"):
-                raise ValueError(f"{name}: model.kind {m.kind} has no refinement step hook (GryphOne.sat_steps)")
-            if m.cfg.max_len != members[0].cfg.max_len:
-                raise ValueError(f"{name}: its window is {m.cfg.max_len} positions, {names[0]}'s {members[0].cfg.max_len} "
-                                 "(GryphOne members refine one window)")
-        if default_sampler not in self.samplers:
-            raise ValueError(f"sampler {default_sampler!r}: a GryphOne ensemble decodes with {', '.join(self.samplers)}")
-        cfg = EnsembleConfig(max_len=members[0].cfg.max_len, dropout=0.0, member_kinds=tuple(m.kind for m in members))
-        super().__init__(cfg, members[0].render, members[0].labels)
-        self.members = nn.ModuleList(members)
-        self.default_sampler, self.default_T = default_sampler, default_T
-        self.title = ensemble_title([m.title or m.kind for m in members])
+        super().__init__(members, names, default_sampler)
+        self.default_T = default_T
 
     def targets(self, latex: str) -> dict[str, np.ndarray]:
         return self.members[0].targets(latex)
@@ -74,14 +57,6 @@ class SATEnsemble(Recognizer):
         """GryphOne's hook over every member: their steps averaged, their memories side by side."""
         parts = [m.sat_steps(images) for m in self.members]
         return MeanSATStep([p[0] for p in parts], self.cfg.max_len), [p[1] for p in parts]
-
-    def loss(self, images, batch, generator=None):
-        raise ValueError("an ensemble is not trained: train its members (python -m train.run), then list them")
-
-    def flops_per_image(self, train: bool = True) -> float:
-        if train:
-            raise ValueError("an ensemble is not trained")
-        return sum(m.flops_per_image(False) for m in self.members)
 
     decode_sat = GryphOne.decode_sat   # the samplers over this hook, as for one model
 
