@@ -19,11 +19,15 @@
 # k more times, each copy with its own seed, so its own fonts, sizes and degradations (splits
 # train_main1..k), and train on them beside train (data.extra). Why: the captions that join train are
 # four in five of its formulas and far shorter.
+# RENAME=k (default 0): k more copies of those formulas with their symbols renamed
+# (datasets_prep.synth.rename: structure kept, letters, digits and Greek letters redrawn; splits
+# train_renamed1..k, seeds 101..), trained on beside the others: formulas the decoder has not seen,
+# shaped like valid and test's.
 set -euo pipefail
 latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
-r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}
+r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}; renamed=${RENAME:-0}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
@@ -40,6 +44,13 @@ if [ ! -d "$data/test" ]; then
     for i in $(seq $(( first + 1 )) "$repeat"); do copy "$i"; done; } &
   for i in $(seq 1 "$first"); do copy "$i"; done
   wait
+  for i in $(seq 1 "$renamed"); do  # renamed copies, one per core
+    python -m datasets_prep.synth.rename "$corpus/train_main.txt" --out "$corpus/train_renamed$i.txt" --seed "$i" >/dev/null
+    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed $(( 100 + i )) --fonts "$fonts" \
+        --labels "$corpus/train_renamed$i.txt" --split "train_renamed$i" --out "$img" --quiet "${count[@]}" || true &
+    if (( i % 2 == 0 )); then wait; fi
+  done
+  wait
   python -m datasets_prep.synth --style print --renderer "$r" --fonts "$fonts" --labels "$corpus/valid.txt" --split valid \
       --out "$img" --quiet "${count[@]}" || true
   python -m datasets_prep.synth --style print --renderer "$r" --labels "$corpus/test.txt" --split test --out "$img" \
@@ -53,10 +64,15 @@ if [ ! -d "$data/test" ]; then
   python -m datasets_prep.synth --style print --renderer layout --labels "$corpus/test.txt" --split test_engine \
       --out "$img" --quiet "${count[@]}" || true
   python -m tokenizer.check "$img/valid/labels.tsv" "$img/test/labels.tsv" --against "$img/train/labels.tsv" --max-leak 0 >/dev/null
+  for i in $(seq 1 "$renamed"); do
+    python -m tokenizer.check "$img/valid/labels.tsv" "$img/test/labels.tsv" --against "$img/train_renamed$i/labels.tsv" \
+        --max-leak 0 >/dev/null
+  done
   python -m datasets_prep.images --src folder --input "$img" --size 64x512 --out "$data" --workers 2
 fi
 mkdir -p "$work/runs"
-extra_train=(); [ "$repeat" -gt 0 ] && extra_train=("data.extra=$(seq -s, -f "$data/train_main%g" 1 "$repeat")")
+extras=$( { seq -f "$data/train_main%g" 1 "$repeat"; seq -f "$data/train_renamed%g" 1 "$renamed"; } | paste -sd, -)
+extra_train=(); [ -n "$extras" ] && extra_train=("data.extra=$extras")
 for kind in "${kinds[@]}"; do
   case $kind in
     diffusion) extra=() ;;
