@@ -16,6 +16,7 @@ machine slows every variant alike. Medians, as ratios to the first variant.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="print-cpu", help="the preset whose AR baseline is timed (default: print-cpu)")
     ap.add_argument("--kind", default="ar", help="the recognizer timed (model.kind; default: ar, the AR baseline)")
     ap.add_argument("--max-len", type=int, default=160, help="model.max_len, the label window (default: 160)")
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE,...",
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE,...",  # a comma before KEY= splits
                     help="a named set of overrides, repeatable; the first is the base (default: the width variants)")
     ap.add_argument("--smoke", action="store_true", help="tiny models, 1 block of 1 step (checks the code paths)")
     args = ap.parse_args(argv)
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             name, sep, overrides = v.partition("=")
             if not sep or not name:
                 ap.error(f"--variant {v!r}: want NAME=KEY=VALUE,... (NAME= for the preset as it is)")
-            variants[name] = [o for o in overrides.split(",") if o]
+            variants[name] = [o for o in re.split(r",(?=[\w.]+=)", overrides) if o]  # values may hold commas
     torch.set_num_threads(args.threads)
     keys = set(config_keys(args.kind))
     extra = [o for o in SMOKE if not o.startswith("model.") or o.split("=")[0].removeprefix("model.") in keys] \
