@@ -81,9 +81,11 @@ def test_compiled_ar_decoding_runs_one_graph_for_every_position():
     assert counters["stats"]["unique_graphs"] == 2  # the encoder's and the decoder step's
 
 
-def test_bf16_autocast_trains_on_the_cpu_when_asked(micro_data, tmp_path, capsys):  # noqa: F811
+def test_bf16_autocast_trains_on_the_cpu_when_asked(micro_data, tmp_path, capsys, monkeypatch):  # noqa: F811
+    import train.trainer as trainer
     from train.trainer import train
 
+    monkeypatch.setattr(trainer, "cpu_bf16_native", lambda: True)  # emulated where the CPU lacks it: slow, same path
     torch.set_num_threads(1)
     common = ("max_steps=3", "log_every=1", "ckpt_every=0")
     train(micro_cfg(micro_data, tmp_path / "fp32", *common))
@@ -91,6 +93,19 @@ def test_bf16_autocast_trains_on_the_cpu_when_asked(micro_data, tmp_path, capsys
     assert "bf16" in capsys.readouterr().out
     fp32, bf16 = _losses(tmp_path / "fp32"), _losses(tmp_path / "bf16")
     assert bf16[1] != fp32[1] and bf16[1] == pytest.approx(fp32[1], rel=0.05)  # bf16 matmuls: close, not equal
+
+
+def test_bf16_falls_back_to_fp32_on_a_cpu_without_bf16(micro_data, tmp_path, capsys, monkeypatch):  # noqa: F811
+    import train.trainer as trainer
+    from train.trainer import train
+
+    monkeypatch.setattr(trainer, "cpu_bf16_native", lambda: False)
+    torch.set_num_threads(1)
+    common = ("max_steps=2", "log_every=1", "ckpt_every=0")
+    train(micro_cfg(micro_data, tmp_path / "fp32", *common))
+    train(micro_cfg(micro_data, tmp_path / "bf16", *common, "bf16=true"))
+    assert "has no bf16 instructions" in capsys.readouterr().out
+    assert _losses(tmp_path / "bf16") == _losses(tmp_path / "fp32")
 
 
 def test_predict_with_compile_reads_what_predict_reads(micro_data, tmp_path):  # noqa: F811

@@ -112,8 +112,22 @@ def setup_env(cfg: TrainConfig) -> Env:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     on_cuda = device.type == "cuda"
-    return Env(device, rank, world, cfg.bf16 if cfg.bf16 is not None else on_cuda,
-               cfg.compile if cfg.compile is not None else on_cuda)
+    bf16 = cfg.bf16 if cfg.bf16 is not None else on_cuda
+    if bf16 and device.type == "cpu" and not cpu_bf16_native():
+        bf16 = False
+        if rank == 0:
+            log(f"[train] bf16=true asked for, but this CPU ({torch.backends.cpu.get_cpu_capability()}) has no bf16 "
+                "instructions: emulated bf16 ran ~10x slower than fp32 (BENCHMARKS.md); training in fp32")
+    return Env(device, rank, world, bf16, cfg.compile if cfg.compile is not None else on_cuda)
+
+
+def cpu_bf16_native() -> bool:
+    """Whether this CPU runs bf16 matmuls and convolutions in hardware (AVX-512 BF16 or AMX). Without
+    them oneDNN emulates bf16, and autocast makes a step an order of magnitude slower, not faster."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int, time_progress: float | None = None) -> float:
