@@ -52,6 +52,15 @@ def test_non_math_arguments_kept():
     assert tokens.index("a") not in kept
 
 
+def test_one_token_begin_keeps_its_column_spec():
+    label = "\\left( \\begin{array} { c c } { a } & { b } \\\\ \\end{array} \\right) \\begin{matrix} x \\end{matrix}"
+    tokens = label.split()
+    kept = kept_positions(tokens)
+    assert {2, 3, 4, 5} <= kept and tokens.index("a") not in kept and tokens.index("x") not in kept
+    for seed in range(20):
+        assert rename(label, np.random.default_rng(seed), prob=1.0).split()[2:6] == ["{", "c", "c", "}"]
+
+
 def test_refused_commands_leave_the_formula_out():
     out, left = rename_corpus(["\\def \\x { y } x", "a + b"], seed=0)
     assert left == 1 and len(out) == 1

@@ -73,7 +73,12 @@ def kept_positions(tokens: list[str]) -> set[int]:
     i = 0
     while i < len(tokens):
         t = tokens[i]
-        if t in KEEP_GROUP:
+        env = t[len("\\begin{"):-1] if t.startswith("\\begin{") and t.endswith("}") else None
+        if env is not None:                          # im2markup's one-token \begin{array}: its column spec
+            end = _group_end(tokens, i + 1) if env in TABLE_ENVS else i + 1
+            kept.update(range(i + 1, end))
+            i = max(end, i + 1)
+        elif t in KEEP_GROUP:
             j = i + 1
             if j < len(tokens) and tokens[j] == "{":
                 end = _group_end(tokens, j)
