@@ -50,6 +50,8 @@ def test_non_math_arguments_kept():
     unit = tokens.index("\\hskip")
     assert tokens[unit + 5: unit + 7] == ["p", "t"] and {unit + 5, unit + 6} <= kept
     assert tokens.index("a") not in kept
+    rule = "\\rule { 1 e m } { 2 p t } x".split()
+    assert kept_positions(rule) == set(range(1, 11))
 
 
 def test_one_token_begin_keeps_its_column_spec():

@@ -38,6 +38,7 @@ KEEP_GROUP = frozenset({"\\begin", "\\end", "\\hspace", "\\hspace*", "\\vspace",
                         "\\color", "\\textcolor", "\\colorbox", "\\fontsize", "\\setlength", "\\label", "\\ref",
                         "\\eqref", "\\tag", "\\mathop", "\\kern", "\\mkern", "\\hskip", "\\mskip", "\\vskip",
                         "\\makebox", "\\framebox", "\\parbox", "\\put", "\\multicolumn", "\\cline", "\\arraystretch"})
+KEEP_TWO = frozenset({"\\rule", "\\multicolumn", "\\setlength", "\\fontsize"})  # both groups are lengths or specs
 BRACELESS_LENGTH = frozenset({"\\hskip", "\\kern", "\\mkern", "\\mskip", "\\vskip", "\\hspace", "\\hspace*",
                               "\\vspace", "\\vspace*", "\\raisebox", "\\rule"})
 TABLE_ENVS = frozenset({"array", "tabular", "alignat", "alignedat", "alignat*", "tabular*"})
@@ -82,6 +83,8 @@ def kept_positions(tokens: list[str]) -> set[int]:
             j = i + 1
             if j < len(tokens) and tokens[j] == "{":
                 end = _group_end(tokens, j)
+                if t in KEEP_TWO and end < len(tokens) and tokens[end] == "{":
+                    end = _group_end(tokens, end)
                 kept.update(range(j, end))
                 if t == "\\begin" and "".join(tokens[j + 1: end - 1]) in TABLE_ENVS:
                     end2 = _group_end(tokens, end)   # the column spec
