@@ -162,3 +162,20 @@ def test_bench_width_times_named_variants(capsys):
     # another recognizer: the smoke sizes it has no key for are left out, not refused
     assert bench_width.main(["--smoke", "--kind", "hvt", "--variant", "attention 8=model.attn_dim=8"]) == 0
     assert "| attention 8 |" in capsys.readouterr().out
+
+
+def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
+    mod = load_script("exact_by_length")
+    preds = [{"sample_id": "a", "decoder": "greedy", "seed": 0, "ref": "x + 1", "hyp": "x + 1"},
+             {"sample_id": "b", "decoder": "greedy", "seed": 0, "ref": " ".join(["y"] * 25), "hyp": " ".join(["y"] * 24)},
+             {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "\\frac { a } { b }", "hyp": "\\frac {a} {b}"},
+             {"sample_id": "a", "decoder": "beam5", "seed": 0, "ref": "x + 1", "hyp": "x"}]
+    report = {"results": {"test": {"predictions": preds}}}
+    table = mod.by_length(report, "test", "greedy")
+    assert table["0-19"] == (2, 50.0, 100.0) and table["20-39"] == (1, 0.0, 0.0)
+    assert table["all"][0] == 3
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
+    assert "| 0-19 | 1 | 0.0 / 0.0 |" in capsys.readouterr().out
+    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2

@@ -1,0 +1,80 @@
+"""Exact match by reference length, from `train.eval --json` reports, side by side.
+
+Printed formulas are long (IM2LATEX's test formulas: 56 tokens on average), and one wrong token of
+sixty is a miss: the overall exact match hides where a change helps. This buckets every prediction
+of one split and decoder by its reference's length in whitespace tokens and prints exact match
+(whitespace tokens equal; and with every space removed, `tokenizer.markup_metrics`) per bucket, one
+column per report.
+
+    python benchmarks/exact_by_length.py NAME=eval.json [NAME=eval.json ...] --split test --decoder beam5
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from tokenizer.markup_metrics import exact_match  # noqa: E402
+
+EDGES = (20, 40, 60, 80)
+
+
+def bucket(n: int, edges: tuple[int, ...] = EDGES) -> str:
+    lo = 0
+    for hi in edges:
+        if n < hi:
+            return f"{lo}-{hi - 1}"
+        lo = hi
+    return f">={lo}"
+
+
+def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = EDGES) -> dict[str, tuple[int, float, float]]:
+    """{bucket: (samples, exact match %, exact match without spaces %)} for one split and decoder (first seed)."""
+    preds = report["results"][split]["predictions"]
+    rows = [p for p in preds if p["decoder"] == decoder]
+    if not rows:
+        have = sorted({p["decoder"] for p in preds})
+        raise KeyError(f"no predictions by decoder {decoder!r} in split {split!r} (have {', '.join(have)})")
+    first_seed = rows[0]["seed"]
+    rows = [p for p in rows if p["seed"] == first_seed]
+    groups: dict[str, list[dict]] = {}
+    for p in rows:
+        groups.setdefault(bucket(len(p["ref"].split()), edges), []).append(p)
+    groups["all"] = rows
+    return {name: (len(g), 100 * exact_match([p["ref"] for p in g], [p["hyp"] for p in g]),
+                   100 * exact_match([p["ref"] for p in g], [p["hyp"] for p in g], ignore_spaces=True))
+            for name, g in groups.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("reports", nargs="+", metavar="NAME=REPORT", help="a train.eval --json file, named")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--decoder", default="greedy", help="the decoder's name in the report (greedy, beam5, ...)")
+    args = ap.parse_args(argv)
+    tables = {}
+    for item in args.reports:
+        name, _, path = item.rpartition("=")
+        try:
+            tables[name or path] = by_length(json.loads(Path(path).read_text(encoding="utf-8")), args.split, args.decoder)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            return 2
+    order = [bucket(lo) for lo in (0, *EDGES)] + ["all"]
+    print("| reference tokens | samples | " + " | ".join(f"{n}: exact / no spaces" for n in tables) + " |")
+    print("| --- | ---: |" + " ---: |" * len(tables))
+    for b in order:
+        counts = {t[b][0] for t in tables.values() if b in t}
+        if not counts:
+            continue
+        cells = [f"{t[b][1]:.1f} / {t[b][2]:.1f}" if b in t else "-" for t in tables.values()]
+        print(f"| {b} | {max(counts)} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
