@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .labels import read_label_file
+
 GREEK_LOWER = frozenset("\\" + g for g in (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi varpi "
     "rho varrho sigma varsigma tau upsilon phi varphi chi psi omega").split())
@@ -47,18 +49,18 @@ REFUSED = frozenset({"\\def", "\\newcommand", "\\renewcommand", "\\let", "\\catc
 _LENGTH_NUMBER = re.compile(r"^[-+.,0-9]$")
 
 
+_CLASS_OF = {symbol: name for name, members in CLASSES.items() for symbol in members}
+
+
 def symbol_class(token: str) -> str | None:
     """The class a token is renamed within, or None for a token kept as it is."""
-    for name, members in CLASSES.items():
-        if token in members:
-            return name
-    return None
+    return _CLASS_OF.get(token)
 
 
 def _group_end(tokens: list[str], i: int) -> int:
-    """Index after the brace group opening at tokens[i] ('{'), or i + 1 when tokens[i] is no brace."""
+    """Index after the brace group opening at tokens[i] ('{'), or i when tokens[i] is no brace."""
     if i >= len(tokens) or tokens[i] != "{":
-        return i + 1
+        return i
     depth = 0
     for j in range(i, len(tokens)):
         depth += tokens[j] == "{"
@@ -68,40 +70,41 @@ def _group_end(tokens: list[str], i: int) -> int:
     return len(tokens)
 
 
+def _kept_after(tokens: list[str], i: int) -> int:
+    """End of the non-mathematical arguments that follow tokens[i] (i + 1 when there are none)."""
+    t, j = tokens[i], i + 1
+    if t.startswith("\\begin{") and t.endswith("}"):   # im2markup's one-token \begin{array}
+        env, end = t[len("\\begin{"):-1], j
+    elif t in KEEP_GROUP and j < len(tokens) and tokens[j] == "{":
+        end = _group_end(tokens, j)
+        env = "".join(tokens[j + 1: end - 1]) if t == "\\begin" else None
+        if t in KEEP_TWO:
+            end = _group_end(tokens, end)
+    elif t in BRACELESS_LENGTH:                        # \hskip -2.5 pt: the number, then the unit's two letters
+        end = j
+        while end < len(tokens) and _LENGTH_NUMBER.match(tokens[end]):
+            end += 1
+        return min(len(tokens), end + 2)
+    else:
+        return j
+    return _group_end(tokens, end) if env in TABLE_ENVS else end   # a table's column spec
+
+
 def kept_positions(tokens: list[str]) -> set[int]:
     """Indices of tokens inside arguments that are not mathematics: never renamed."""
     kept: set[int] = set()
     i = 0
     while i < len(tokens):
-        t = tokens[i]
-        env = t[len("\\begin{"):-1] if t.startswith("\\begin{") and t.endswith("}") else None
-        if env is not None:                          # im2markup's one-token \begin{array}: its column spec
-            end = _group_end(tokens, i + 1) if env in TABLE_ENVS else i + 1
-            kept.update(range(i + 1, end))
-            i = max(end, i + 1)
-        elif t in KEEP_GROUP:
-            j = i + 1
-            if j < len(tokens) and tokens[j] == "{":
-                end = _group_end(tokens, j)
-                if t in KEEP_TWO and end < len(tokens) and tokens[end] == "{":
-                    end = _group_end(tokens, end)
-                kept.update(range(j, end))
-                if t == "\\begin" and "".join(tokens[j + 1: end - 1]) in TABLE_ENVS:
-                    end2 = _group_end(tokens, end)   # the column spec
-                    kept.update(range(end, end2))
-                    end = end2
-            elif t in BRACELESS_LENGTH:              # \hskip -2.5 pt: the number, then the unit's two letters
-                end = j
-                while end < len(tokens) and _LENGTH_NUMBER.match(tokens[end]):
-                    end += 1
-                end = min(len(tokens), end + 2)
-                kept.update(range(j, end))
-            else:
-                end = j
-            i = max(end, i + 1)
-        else:
-            i += 1
+        end = _kept_after(tokens, i)
+        kept.update(range(i + 1, end))
+        i = end
     return kept
+
+
+def renameable(tokens: list[str]) -> list[tuple[int, str]]:
+    """(index, class) of every token that may be renamed: a class member outside kept arguments."""
+    kept = kept_positions(tokens)
+    return [(i, cls) for i, t in enumerate(tokens) if i not in kept and (cls := symbol_class(t)) is not None]
 
 
 def rename(label: str, rng: np.random.Generator, prob: float = 0.5,
@@ -115,20 +118,18 @@ def rename(label: str, rng: np.random.Generator, prob: float = 0.5,
     if any(t in REFUSED for t in tokens):
         return None
     pools = pools or {name: sorted(members) for name, members in CLASSES.items()}
-    kept = kept_positions(tokens)
     mapping: dict[str, str] = {}
-    out = []
-    for i, t in enumerate(tokens):
-        cls = None if i in kept else symbol_class(t)
-        if cls is None or not pools.get(cls):
-            out.append(t)
-        elif cls == "digit":
-            out.append(str(rng.choice(pools[cls])) if rng.random() < prob else t)
+    for i, cls in renameable(tokens):
+        t = tokens[i]
+        if not pools.get(cls):
+            continue
+        if cls == "digit":
+            tokens[i] = str(rng.choice(pools[cls])) if rng.random() < prob else t
         else:
             if t not in mapping:
                 mapping[t] = str(rng.choice(pools[cls])) if rng.random() < prob else t
-            out.append(mapping[t])
-    return " ".join(out)
+            tokens[i] = mapping[t]
+    return " ".join(tokens)
 
 
 def corpus_pools(labels: list[str]) -> dict[str, list[str]]:
@@ -136,11 +137,8 @@ def corpus_pools(labels: list[str]) -> dict[str, list[str]]:
     seen: dict[str, set[str]] = {name: set() for name in CLASSES}
     for label in labels:
         tokens = label.split()
-        kept = kept_positions(tokens)
-        for i, t in enumerate(tokens):
-            cls = None if i in kept else symbol_class(t)
-            if cls is not None:
-                seen[cls].add(t)
+        for i, cls in renameable(tokens):
+            seen[cls].add(tokens[i])
     return {name: sorted(s) for name, s in seen.items()}
 
 
@@ -148,14 +146,9 @@ def rename_corpus(labels: list[str], seed: int = 0, prob: float = 0.5) -> tuple[
     """(one renamed copy of each label that can be renamed, in order; how many were left out)."""
     rng = np.random.default_rng(seed)
     pools = corpus_pools(labels)
-    out, left_out = [], 0
-    for label in labels:
-        new = rename(label, rng, prob, pools)
-        if new is None:
-            left_out += 1
-        else:
-            out.append(new)
-    return out, left_out
+    renamed = [rename(label, rng, prob, pools) for label in labels]
+    out = [r for r in renamed if r is not None]
+    return out, len(renamed) - len(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,11 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --prob must be in [0, 1]", file=sys.stderr)
         return 2
     try:
-        lines = args.labels.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"error: {args.labels}: {e}", file=sys.stderr)
+        labels = [label for _, label in read_label_file(args.labels)]
+    except ValueError as e:   # names the file (and the line)
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    labels = [line.split("\t", 1)[-1] for line in lines if line.strip()]
     out, left_out = rename_corpus(labels, args.seed, args.prob)
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
