@@ -3,7 +3,8 @@
 For each preset named (default `demo` and `crohme-cpu`) and each of its two trainers (GryphOne, the
 preset's own model, and the AR reader its stage 1 trains), four copies of the recognizer start from the
 same weights; one runs eager, one under `torch.compile`, one eager under bf16 autocast (a CPU with
-bf16 instructions runs its matmuls in bf16), one compiled under bf16 autocast. After the compiled copies' warm-up
+bf16 instructions runs its matmuls in bf16), one compiled under bf16 autocast (the bf16 pair only on a CPU with bf16 instructions, as the trainer
+decides, unless --bf16 always: elsewhere oneDNN emulates bf16 and the timing says nothing). After the compiled copies' warm-up
 (compilation, not counted) they take their timed steps in alternating blocks on the same random
 images and labels, so a noisy neighbour slows both alike; the table gives the median step of each and
 their ratio. A second pair, with dropout off (the compiled graph draws dropout from its own RNG),
@@ -39,7 +40,7 @@ from model import DecodeSpec, Recognizer, build, switch_kind  # noqa: E402
 from model.registry import recognizer_class  # noqa: E402
 from train.compiled import compile_for_decoding, compile_for_training  # noqa: E402
 from train.config import TrainConfig, preset  # noqa: E402
-from train.trainer import make_optimizer  # noqa: E402
+from train.trainer import cpu_bf16_native, make_optimizer  # noqa: E402
 
 from gpu_bench import labels_for, random_targets  # noqa: E402
 
@@ -106,13 +107,15 @@ def data(model: Recognizer, batch: int) -> tuple[torch.Tensor, dict]:
 
 
 def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int,
-               mode: str = "default") -> dict:
-    """Median step seconds, eager and compiled, in alternating blocks; the compiled warm-up apart."""
+               mode: str = "default", bf16: bool = True) -> dict:
+    """Median step seconds, eager and compiled (and both under bf16 autocast when `bf16`), in
+    alternating blocks; the compiled warm-up apart."""
     torch._dynamo.reset()  # each pair compiles afresh (no recompile limit reached across pairs)
     steppers = {"eager": Stepper(make(tcfg, size), tcfg, compiled=False),
-                "compiled": Stepper(make(tcfg, size), tcfg, compiled=True, mode=mode),
-                "eager_bf16": Stepper(make(tcfg, size), tcfg, compiled=False, bf16=True),
-                "compiled_bf16": Stepper(make(tcfg, size), tcfg, compiled=True, bf16=True, mode=mode)}
+                "compiled": Stepper(make(tcfg, size), tcfg, compiled=True, mode=mode)}
+    if bf16:
+        steppers["eager_bf16"] = Stepper(make(tcfg, size), tcfg, compiled=False, bf16=True)
+        steppers["compiled_bf16"] = Stepper(make(tcfg, size), tcfg, compiled=True, bf16=True, mode=mode)
     images, targets = data(steppers["eager"].model, batch)
     t0 = time.perf_counter()
     for _ in range(3):  # compilation (and the eager copies' first-touch) before anything is timed
@@ -127,10 +130,11 @@ def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per
                 s.step(images, targets)
                 times[name].append(time.perf_counter() - t)
     ms = {name: 1000 * statistics.median(t) for name, t in times.items()}
+    ratio = {"speedup": ms["eager"] / ms["compiled"]}
+    if bf16:
+        ratio.update(bf16_speedup=ms["eager"] / ms["eager_bf16"], compiled_bf16_speedup=ms["eager"] / ms["compiled_bf16"])
     return {"trainer": label, "batch": batch, "canvas": list(size), "steps_each": blocks * per_block,
-            **{f"{name}_step_ms": v for name, v in ms.items()}, "speedup": ms["eager"] / ms["compiled"],
-            "bf16_speedup": ms["eager"] / ms["eager_bf16"], "compiled_bf16_speedup": ms["eager"] / ms["compiled_bf16"],
-            "warmup_s": warmup}
+            **{f"{name}_step_ms": v for name, v in ms.items()}, **ratio, "warmup_s": warmup}
 
 
 def profile_eager(tcfg: TrainConfig, size, batch: int, top: int = 8) -> list[dict]:
@@ -208,6 +212,9 @@ def main(argv=None) -> int:
     ap.add_argument("--agree-steps", type=int, default=8)
     ap.add_argument("--decode-images", type=int, default=20)
     ap.add_argument("--compile-mode", default="default", help="torch.compile's mode for training (max-autotune, ...)")
+    ap.add_argument("--bf16", choices=("auto", "always", "never"), default="auto",
+                    help="time the bf16 copies: auto (only where the CPU has bf16 instructions, as the trainer "
+                         "decides), always (emulated bf16 too), never")
     ap.add_argument("--profile", action="store_true", help="also list where an eager step's time goes")
     ap.add_argument("--smoke", action="store_true", help="tiny models, a few steps")
     ap.add_argument("--json", default="")
@@ -215,22 +222,28 @@ def main(argv=None) -> int:
     if args.smoke:
         args.blocks, args.per_block, args.agree_steps, args.decode_images = 1, 2, 2, 2
     torch.set_num_threads(args.threads)
+    native = cpu_bf16_native()
+    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and native)
+    if args.bf16 == "auto" and not native:
+        print("this CPU has no bf16 instructions (oneDNN would emulate them): the bf16 copies are left out "
+              "(--bf16 always times them anyway)", flush=True)
     report = {"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-              "threads": args.threads, "compile_mode": args.compile_mode, "train": [], "decode": []}
+              "threads": args.threads, "compile_mode": args.compile_mode, "cpu_bf16_native": native,
+              "bf16_timed": bf16, "train": [], "decode": []}
     for name in args.presets:
         size = canvas(name, args.smoke)
         for label, tcfg in trainers(name, args.smoke):
             batch = 4 if args.smoke else tcfg.batch_size
-            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode)
+            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode, bf16)
             if args.profile:
                 row["eager_profile"] = profile_eager(tcfg, size, batch)
                 print("  eager step: " + ", ".join(f"{p['op']} {p['share']:.0%}" for p in row["eager_profile"]))
             row["loss_rel_diff_no_dropout"] = loss_agreement(tcfg, size, batch, args.agree_steps)
             report["train"].append(row)
+            bf16_cols = (f"  eager bf16 {row['eager_bf16_step_ms']:7.1f} ms  x{row['bf16_speedup']:.2f}  compiled bf16 "
+                         f"{row['compiled_bf16_step_ms']:7.1f} ms  x{row['compiled_bf16_speedup']:.2f}") if bf16 else ""
             print(f"{label:22s} batch {batch:3d}  eager {row['eager_step_ms']:7.1f} ms  compiled "
-                  f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}  eager bf16 "
-                  f"{row['eager_bf16_step_ms']:7.1f} ms  x{row['bf16_speedup']:.2f}  compiled bf16 "
-                  f"{row['compiled_bf16_step_ms']:7.1f} ms  x{row['compiled_bf16_speedup']:.2f}  (warm-up {row['warmup_s']:.0f} s; "
+                  f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}{bf16_cols}  (warm-up {row['warmup_s']:.0f} s; "
                   f"losses agree to {row['loss_rel_diff_no_dropout']:.1e})", flush=True)
             for d in decode_pair(tcfg, size, args.decode_images):
                 d["preset"] = name

@@ -179,3 +179,15 @@ def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
     assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
     assert "| 0-19 | 1 | 0.0 / 0.0 |" in capsys.readouterr().out
     assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_bench_compile_times_bf16_only_when_asked(bf16, monkeypatch):
+    """The bf16 copies are timed only when asked (by default: where the CPU has bf16 instructions),
+    and the row says which ratios it holds. Compilation is stubbed: the code path, not the speed."""
+    bench = load_script("bench_compile")
+    monkeypatch.setattr(bench, "compile_for_training", lambda model, mode="default": model)
+    label, tcfg = bench.trainers("demo", smoke=True)[1]
+    row = bench.train_pair(label, tcfg, bench.canvas("demo", True), batch=2, blocks=1, per_block=1, bf16=bf16)
+    assert row["speedup"] > 0 and row["compiled_step_ms"] > 0
+    assert ("bf16_speedup" in row) == bf16 and ("compiled_bf16_step_ms" in row) == bf16
