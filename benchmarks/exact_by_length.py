@@ -2,9 +2,10 @@
 
 Printed formulas are long (IM2LATEX's test formulas: 56 tokens on average), and one wrong token of
 sixty is a miss: the overall exact match hides where a change helps. This buckets every prediction
-of one split and decoder by its reference's length in whitespace tokens and prints exact match
-(whitespace tokens equal; and with every space removed, `tokenizer.markup_metrics`) per bucket, one
-column per report.
+of one split and decoder by its reference's length in tokens and prints exact match per bucket, one
+column per report, as `train.eval --markup` scores it: both sides spaced into their tokens first (a
+report's predictions are LaTeX as written, `x^{2}`; its references as the corpus spaces them), then
+whitespace tokens equal, and equal with every space removed (`tokenizer.markup_metrics`).
 
     python benchmarks/exact_by_length.py NAME=eval.json [NAME=eval.json ...] --split test --decoder beam5
 """
@@ -19,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from tokenizer.markup_metrics import exact_match  # noqa: E402
+from train.eval import spaced  # noqa: E402
 
 EDGES = (20, 40, 60, 80)
 
@@ -41,12 +43,13 @@ def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = E
         raise KeyError(f"no predictions by decoder {decoder!r} in split {split!r} (have {', '.join(have)})")
     first_seed = rows[0]["seed"]
     rows = [p for p in rows if p["seed"] == first_seed]
-    groups: dict[str, list[dict]] = {}
-    for p in rows:
-        groups.setdefault(bucket(len(p["ref"].split()), edges), []).append(p)
-    groups["all"] = rows
-    return {name: (len(g), 100 * exact_match([p["ref"] for p in g], [p["hyp"] for p in g]),
-                   100 * exact_match([p["ref"] for p in g], [p["hyp"] for p in g], ignore_spaces=True))
+    pairs = [(spaced(p["ref"]), spaced(p["hyp"])) for p in rows]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for ref, hyp in pairs:
+        groups.setdefault(bucket(len(ref.split()), edges), []).append((ref, hyp))
+    groups["all"] = pairs
+    return {name: (len(g), 100 * exact_match([r for r, _ in g], [h for _, h in g]),
+                   100 * exact_match([r for r, _ in g], [h for _, h in g], ignore_spaces=True))
             for name, g in groups.items()}
 
 

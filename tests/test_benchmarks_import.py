@@ -168,12 +168,14 @@ def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
     mod = load_script("exact_by_length")
     preds = [{"sample_id": "a", "decoder": "greedy", "seed": 0, "ref": "x + 1", "hyp": "x + 1"},
              {"sample_id": "b", "decoder": "greedy", "seed": 0, "ref": " ".join(["y"] * 25), "hyp": " ".join(["y"] * 24)},
-             {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "\\frac { a } { b }", "hyp": "\\frac {a} {b}"},
+             {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "\\frac { a } { b }", "hyp": "\\frac{a}{b}"},
+             {"sample_id": "d", "decoder": "greedy", "seed": 0, "ref": "\\mathrm { d x }", "hyp": "\\mathrm{dx}"},
              {"sample_id": "a", "decoder": "beam5", "seed": 0, "ref": "x + 1", "hyp": "x"}]
     report = {"results": {"test": {"predictions": preds}}}
     table = mod.by_length(report, "test", "greedy")
-    assert table["0-19"] == (2, 50.0, 100.0) and table["20-39"] == (1, 0.0, 0.0)
-    assert table["all"][0] == 3
+    # predictions as train.eval writes them (LaTeX as written) are spaced into tokens first, as it scores them
+    assert table["0-19"] == (3, 100.0, 100.0) and table["20-39"] == (1, 0.0, 0.0)
+    assert table["all"][0] == 4
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report))
     assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
