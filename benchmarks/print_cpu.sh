@@ -7,7 +7,12 @@
 # command line side by side, one thread each. RENDERER=layout draws everything with the engine.
 #   bash benchmarks/print_cpu.sh LATEX_DIR [WORK_DIR] [KIND ...]
 # KIND: ar hvt diffusion posformer, or HVT's ablations hvt-pos1d (1D positions) and hvt-nocls (the LSTM
-# starts from the mean patch output, not [CLS]); OVERRIDES="key=value ..." is passed to every run.
+# starts from the mean patch output, not [CLS]); KIND-sN trains KIND with seed=N (ar ar-s1: two AR
+# readers side by side); OVERRIDES="key=value ..." is passed to every run.
+# ENSEMBLE=1: after the runs, join the token recognizers' runs (AR, PosFormer, HVT; two or more) into
+# one reader (train.ensemble: runs/print-cpu-ens.json) and read valid and test with it, greedy and
+# beam 5 (runs/print-cpu-ens-eval.json). Two one-thread AR runs side by side fill a 2-core machine's
+# budget once: the ensemble costs no more wall minutes than one run.
 # LATEX_DIR holds im2latex100k_val_norm.txt, crohme2014_train_captions.txt, hme100k_test.tsv.
 # WORK_DIR (default .) gets printed-corpus/, printed/, shards/printed-64x512 and runs/print-cpu-KIND.
 # SMOKE=1 draws 300 formulas and trains each KIND for a few seconds (checks the script).
@@ -73,7 +78,8 @@ fi
 mkdir -p "$work/runs"
 extras=$( { seq -f "$data/train_main%g" 1 "$repeat"; seq -f "$data/train_renamed%g" 1 "$renamed"; } | paste -sd, -)
 extra_train=(); [ -n "$extras" ] && extra_train=("data.extra=$extras")
-for kind in "${kinds[@]}"; do
+for name in "${kinds[@]}"; do
+  kind=${name%-s[0-9]*}; seed=(); [ "$kind" != "$name" ] && seed=("seed=${name##*-s}")
   case $kind in
     diffusion) extra=() ;;
     posformer) extra=(model.kind=posformer model.encoder=vit model.max_len=160 max_minutes=110 pretrain.max_minutes=0) ;;  # one stage: its own AR decoder trains the encoder
@@ -82,8 +88,18 @@ for kind in "${kinds[@]}"; do
     *) extra=("model.kind=$kind" model.max_len=160 max_minutes=110) ;;
   esac
   # shellcheck disable=SC2086  # OVERRIDES is a list of key=value words
-  python -m train.run --config print-cpu --fresh --data "$data" --out "$work/runs/print-cpu-$kind" threads=1 \
-      "${extra[@]}" "${extra_train[@]}" "${budget[@]}" ${OVERRIDES:-} > "$work/runs/print-cpu-$kind.log" 2>&1 &
+  python -m train.run --config print-cpu --fresh --data "$data" --out "$work/runs/print-cpu-$name" threads=1 \
+      "${extra[@]}" "${seed[@]}" "${extra_train[@]}" "${budget[@]}" ${OVERRIDES:-} > "$work/runs/print-cpu-$name.log" 2>&1 &
 done
 wait
-for kind in "${kinds[@]}"; do tail -n 30 "$work/runs/print-cpu-$kind.log"; done
+for name in "${kinds[@]}"; do tail -n 30 "$work/runs/print-cpu-$name.log"; done
+if [ "${ENSEMBLE:-0}" = 1 ]; then
+  members=(); for name in "${kinds[@]}"; do
+    case ${name%-s[0-9]*} in ar|posformer|hvt|hvt-pos1d|hvt-nocls) members+=("$work/runs/print-cpu-$name") ;; esac
+  done
+  [ ${#members[@]} -ge 2 ] || { echo "ENSEMBLE=1 needs two or more token recognizers' runs" >&2; exit 2; }
+  limit=(); [ "${SMOKE:-0}" = 1 ] && limit=(--limit 10)
+  python -m train.ensemble "${members[@]}" --out "$work/runs/print-cpu-ens.json"
+  python -m train.eval --ckpt "$work/runs/print-cpu-ens.json" --data "$data" --splits valid,test --markup text \
+      --beams 1,5 --threads 2 "${limit[@]}" --json "$work/runs/print-cpu-ens-eval.json"
+fi
