@@ -3,8 +3,9 @@
 For each preset named (default `demo` and `crohme-cpu`) and each of its two trainers (GryphOne, the
 preset's own model, and the AR reader its stage 1 trains), four copies of the recognizer start from the
 same weights; one runs eager, one under `torch.compile`, one eager under bf16 autocast (a CPU with
-bf16 instructions runs its matmuls in bf16), one compiled under bf16 autocast (the bf16 pair only on a CPU with bf16 instructions, as the trainer
-decides, unless --bf16 always: elsewhere oneDNN emulates bf16 and the timing says nothing). After the compiled copies' warm-up
+bf16 instructions runs its matmuls in bf16), one compiled under bf16 autocast. The bf16 pair runs
+only on a CPU with bf16 instructions, as the trainer decides (`--bf16 always` to time oneDNN's
+emulation elsewhere, an order of magnitude slower). After the compiled copies' warm-up
 (compilation, not counted) they take their timed steps in alternating blocks on the same random
 images and labels, so a noisy neighbour slows both alike; the table gives the median step of each and
 their ratio. A second pair, with dropout off (the compiled graph draws dropout from its own RNG),
