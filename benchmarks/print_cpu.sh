@@ -94,8 +94,8 @@ done
 wait
 for name in "${kinds[@]}"; do tail -n 30 "$work/runs/print-cpu-$name.log"; done
 if [ "${ENSEMBLE:-0}" = 1 ]; then
-  members=(); for name in "${kinds[@]}"; do
-    case ${name%-s[0-9]*} in ar|posformer|hvt|hvt-pos1d|hvt-nocls) members+=("$work/runs/print-cpu-$name") ;; esac
+  members=(); for name in "${kinds[@]}"; do   # GryphOne (diffusion) reads SAT labels: it cannot join them
+    [ "${name%-s[0-9]*}" = diffusion ] || members+=("$work/runs/print-cpu-$name")
   done
   [ ${#members[@]} -ge 2 ] || { echo "ENSEMBLE=1 needs two or more token recognizers' runs" >&2; exit 2; }
   limit=(); [ "${SMOKE:-0}" = 1 ] && limit=(--limit 10)
