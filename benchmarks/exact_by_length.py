@@ -34,16 +34,21 @@ def bucket(n: int, edges: tuple[int, ...] = EDGES) -> str:
     return f">={lo}"
 
 
-def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = EDGES) -> dict[str, tuple[int, float, float]]:
-    """{bucket: (samples, exact match %, exact match without spaces %)} for one split and decoder (first seed)."""
+def spaced_pairs(report: dict, split: str, decoder: str) -> list[tuple[str, str]]:
+    """(reference, prediction) of one split and decoder (first seed), both spaced into tokens as
+    `train.eval --markup` scores them."""
     preds = report["results"][split]["predictions"]
     rows = [p for p in preds if p["decoder"] == decoder]
     if not rows:
         have = sorted({p["decoder"] for p in preds})
         raise KeyError(f"no predictions by decoder {decoder!r} in split {split!r} (have {', '.join(have)})")
     first_seed = rows[0]["seed"]
-    rows = [p for p in rows if p["seed"] == first_seed]
-    pairs = [(spaced(p["ref"]), spaced(p["hyp"])) for p in rows]
+    return [(spaced(p["ref"]), spaced(p["hyp"])) for p in rows if p["seed"] == first_seed]
+
+
+def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = EDGES) -> dict[str, tuple[int, float, float]]:
+    """{bucket: (samples, exact match %, exact match without spaces %)} for one split and decoder (first seed)."""
+    pairs = spaced_pairs(report, split, decoder)
     groups: dict[str, list[tuple[str, str]]] = {}
     for ref, hyp in pairs:
         groups.setdefault(bucket(len(ref.split()), edges), []).append((ref, hyp))

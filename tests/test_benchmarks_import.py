@@ -193,3 +193,27 @@ def test_bench_compile_times_bf16_only_when_asked(bf16, monkeypatch):
     row = bench.train_pair(label, tcfg, bench.canvas("demo", True), batch=2, blocks=1, per_block=1, bf16=bf16)
     assert row["speedup"] > 0 and row["compiled_step_ms"] > 0
     assert ("bf16_speedup" in row) == bf16 and ("compiled_bf16_step_ms" in row) == bf16
+
+
+def test_edit_classes_files_edits_by_kind(tmp_path, capsys):
+    """Each edit of a minimal alignment is filed by kind; a prediction wrong only in braces or spacing is
+    counted apart; predictions are spaced as train.eval scores them."""
+    mod = load_script("edit_classes")
+    assert mod.edits("a b c".split(), "a c".split()) == [("del", "b", "")]
+    assert mod.edits("a c".split(), "a b c".split()) == [("ins", "", "b")]
+    assert mod.edits("x".split(), "y".split()) == [("sub", "x", "y")]
+    assert [mod.kind(t) for t in ("{", "\\,", "^", "\\left(", "\\mathrm", "\\hat", "7", "\\alpha")] == \
+        ["braces", "spacing", "scripts", "delimiters", "fonts", "accents", "letters/digits", "other"]
+    preds = [{"sample_id": "a", "decoder": "greedy", "seed": 0, "ref": "x + 1", "hyp": "x+1"},
+             {"sample_id": "b", "decoder": "greedy", "seed": 0, "ref": "{ x } \\, y", "hyp": "xy"},
+             {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "a ^ { 2 }", "hyp": "b^{3}"}]
+    report = {"results": {"test": {"predictions": preds}}}
+    t = mod.tally(mod.spaced_pairs(report, "test", "greedy"))
+    assert t["exact"] == 1 and t["braces_spacing_only"] == 1 and t["edits"] == 5
+    assert t["per_kind"] == {"braces": 2, "spacing": 1, "letters/digits": 2}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert mod.main([f"one={path}"]) == 0
+    out = capsys.readouterr().out
+    assert "| braces | 2 (40.0%) |" in out and "| wrong only in braces / spacing | 1 (33.3%) |" in out
+    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
