@@ -32,7 +32,7 @@ SPACING = {"~", "\\", "\\,", "\\;", "\\:", "\\!", "\\quad", "\\qquad", "\\hspace
 SCRIPTS = {"^", "_", "\\prime", "'", "\\limits", "\\nolimits"}
 DELIMITERS = {"(", ")", "[", "]", "|", "\\|", "\\{", "\\}", "\\langle", "\\rangle", "\\lbrack", "\\rbrack",
               "\\vert", "\\Vert", "\\lfloor", "\\rfloor", "\\lceil", "\\rceil", "/", "."}
-SIZED = re.compile(r"^\\(left|right|middle|[bB]ig{1,2}[lrm]?)\W?.*$")
+SIZED = re.compile(r"^\\(left|right|middle|[bB]igg?[lrm]?)(?![A-Za-z])")  # not \leftarrow, \bigcup
 FONTS = {"\\cal", "\\bf", "\\rm", "\\it", "\\sf", "\\tt", "\\mathrm", "\\mathbf", "\\mathcal", "\\mathit",
          "\\mathsf", "\\mathtt", "\\mathbb", "\\mathfrak", "\\boldsymbol", "\\bm", "\\operatorname",
          "\\textstyle", "\\displaystyle", "\\scriptstyle", "\\scriptscriptstyle", "\\mbox", "\\text",

@@ -204,6 +204,8 @@ def test_edit_classes_files_edits_by_kind(tmp_path, capsys):
     assert mod.edits("x".split(), "y".split()) == [("sub", "x", "y")]
     assert [mod.kind(t) for t in ("{", "\\,", "^", "\\left(", "\\mathrm", "\\hat", "7", "\\alpha")] == \
         ["braces", "spacing", "scripts", "delimiters", "fonts", "accents", "letters/digits", "other"]
+    assert [mod.kind(t) for t in ("\\left", "\\bigl", "\\Bigg", "\\leftarrow", "\\rightarrow", "\\bigcup")] == \
+        ["delimiters"] * 3 + ["other"] * 3
     preds = [{"sample_id": "a", "decoder": "greedy", "seed": 0, "ref": "x + 1", "hyp": "x+1"},
              {"sample_id": "b", "decoder": "greedy", "seed": 0, "ref": "{ x } \\, y", "hyp": "xy"},
              {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "a ^ { 2 }", "hyp": "b^{3}"}]
