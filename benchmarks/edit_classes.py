@@ -14,8 +14,6 @@ reader loses to the corpus's unseeable spellings.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 from collections import Counter
@@ -25,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from exact_by_length import spaced_pairs  # noqa: E402
+from exact_by_length import report_parser, tables_of  # noqa: E402
 
 SPACING = {"~", "\\", "\\,", "\\;", "\\:", "\\!", "\\quad", "\\qquad", "\\hspace", "\\hspace*", "\\hfill",
            "\\enspace", "\\thinspace", "\\negthinspace", "\\vspace", "\\kern", "\\hskip", "\\mkern"}
@@ -106,20 +104,10 @@ def tally(pairs: list[tuple[str, str]]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("reports", nargs="+", metavar="NAME=REPORT", help="a train.eval --json file, named")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--decoder", default="greedy", help="the decoder's name in the report (greedy, beam5, ...)")
-    args = ap.parse_args(argv)
-    tables = {}
-    for item in args.reports:
-        name, _, path = item.rpartition("=")
-        try:
-            tables[name or path] = tally(spaced_pairs(json.loads(Path(path).read_text(encoding="utf-8")),
-                                                      args.split, args.decoder))
-        except (OSError, ValueError, KeyError) as e:
-            print(f"error: {path}: {e}", file=sys.stderr)
-            return 2
+    args = report_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    tables = tables_of(args, tally)
+    if tables is None:
+        return 2
     print("| edited token's kind | " + " | ".join(f"{n}: edits (share)" for n in tables) + " |")
     print("| --- |" + " ---: |" * len(tables))
     for k in KINDS:

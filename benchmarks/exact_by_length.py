@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -23,6 +25,7 @@ from tokenizer.markup_metrics import exact_match  # noqa: E402
 from train.eval import spaced  # noqa: E402
 
 EDGES = (20, 40, 60, 80)
+T = TypeVar("T")
 
 
 def bucket(n: int, edges: tuple[int, ...] = EDGES) -> str:
@@ -48,7 +51,11 @@ def spaced_pairs(report: dict, split: str, decoder: str) -> list[tuple[str, str]
 
 def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = EDGES) -> dict[str, tuple[int, float, float]]:
     """{bucket: (samples, exact match %, exact match without spaces %)} for one split and decoder (first seed)."""
-    pairs = spaced_pairs(report, split, decoder)
+    return length_table(spaced_pairs(report, split, decoder), edges)
+
+
+def length_table(pairs: list[tuple[str, str]], edges: tuple[int, ...] = EDGES) -> dict[str, tuple[int, float, float]]:
+    """`by_length`'s table from spaced (reference, prediction) pairs."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for ref, hyp in pairs:
         groups.setdefault(bucket(len(ref.split()), edges), []).append((ref, hyp))
@@ -58,20 +65,35 @@ def by_length(report: dict, split: str, decoder: str, edges: tuple[int, ...] = E
             for name, g in groups.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def report_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every report-reading script here takes: NAME=REPORT ..., --split, --decoder."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("reports", nargs="+", metavar="NAME=REPORT", help="a train.eval --json file, named")
     ap.add_argument("--split", default="test")
     ap.add_argument("--decoder", default="greedy", help="the decoder's name in the report (greedy, beam5, ...)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def tables_of(args: argparse.Namespace, table: Callable[[list[tuple[str, str]]], T]) -> dict[str, T] | None:
+    """{NAME: table(spaced pairs)} for each NAME=REPORT; None (the cause printed, naming the file) when
+    a report cannot be read or lacks the split or decoder."""
     tables = {}
     for item in args.reports:
         name, _, path = item.rpartition("=")
         try:
-            tables[name or path] = by_length(json.loads(Path(path).read_text(encoding="utf-8")), args.split, args.decoder)
+            report = json.loads(Path(path).read_text(encoding="utf-8"))
+            tables[name or path] = table(spaced_pairs(report, args.split, args.decoder))
         except (OSError, ValueError, KeyError) as e:
             print(f"error: {path}: {e}", file=sys.stderr)
-            return 2
+            return None
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = report_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    tables = tables_of(args, length_table)
+    if tables is None:
+        return 2
     order = [bucket(lo) for lo in (0, *EDGES)] + ["all"]
     print("| reference tokens | samples | " + " | ".join(f"{n}: exact / no spaces" for n in tables) + " |")
     print("| --- | ---: |" + " ---: |" * len(tables))

@@ -210,7 +210,7 @@ def test_edit_classes_files_edits_by_kind(tmp_path, capsys):
              {"sample_id": "b", "decoder": "greedy", "seed": 0, "ref": "{ x } \\, y", "hyp": "xy"},
              {"sample_id": "c", "decoder": "greedy", "seed": 0, "ref": "a ^ { 2 }", "hyp": "b^{3}"}]
     report = {"results": {"test": {"predictions": preds}}}
-    t = mod.tally(mod.spaced_pairs(report, "test", "greedy"))
+    t = mod.tally(load_script("exact_by_length").spaced_pairs(report, "test", "greedy"))
     assert t["exact"] == 1 and t["braces_spacing_only"] == 1 and t["edits"] == 5
     assert t["per_kind"] == {"braces": 2, "spacing": 1, "letters/digits": 2}
     path = tmp_path / "r.json"
