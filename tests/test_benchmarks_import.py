@@ -219,3 +219,39 @@ def test_edit_classes_files_edits_by_kind(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| braces | 2 (40.0%) |" in out and "| wrong only in braces / spacing | 1 (33.3%) |" in out
     assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+
+
+def test_beam_rerank_keeps_every_finished_hypothesis(smoke, micro_shards, capsys):
+    """The finished hypotheses come best first, the first being what the recognizer's own beam returns;
+    a recognizer without a token beam search is refused with exit 2."""
+    from builders import tiny_model
+    from model import DecodeSpec
+    mod = load_script("beam_rerank")
+    torch.manual_seed(0)
+    rec = tiny_model("ar", canvas=(32, 128)).eval()
+    images = torch.rand(2, 1, 32, 128)
+    hyps = mod.finished_hypotheses(rec, images, 3)
+    assert [h[0][1] for h in hyps] == rec.recognize(images, DecodeSpec("beam", beam=3, valid=False))
+    assert all(1 <= len(h) <= 3 and [s for s, _ in h] == sorted((s for s, _ in h), reverse=True) for h in hyps)
+    assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--split", "train"]) == 2
+    assert "no token beam search" in capsys.readouterr().err
+
+
+def test_beam_rerank_counts_what_each_reranker_reaches():
+    """Top, oracle, valid-first and render-and-compare picks on hand-made hypotheses and canvases."""
+    import numpy as np
+    mod = load_script("beam_rerank")
+    a = np.zeros((8, 16), np.float32)
+    a[2:6, 2:6] = 1
+    b = np.zeros((8, 16), np.float32)
+    b[2:6, 9:13] = 1
+    assert mod.similarity(a, a, 0, "l1") == 0.0 > mod.similarity(a, b, 0, "l1") > mod.similarity(a, None, 0, "l1")
+    assert mod.similarity(a, a, 1, "ncc") > mod.similarity(a, b, 1, "ncc")
+    rows = [{"ref": "x + 1", "hyps": [(-0.1, "x+2"), (-0.2, "x+1")], "image": a, "canvases": [[b], [a]]},
+            {"ref": "a", "hyps": [(-0.1, "{a"), (-0.3, "a")], "image": a, "canvases": [[None], [a]]}]
+    t = mod.tally(rows)
+    assert (t["n"], t["top"], t["oracle"], t["valid_first"]) == (2, 0, 2, 1)
+    assert (t["top_invalid"], t["top_invalid_valid_alternative"]) == (1, 1)
+    assert t["render_compare"]["sigma 0, l1, lambda 1000"] == 2 == t["render_compare_best"]
+    canvas, = mod.drawn(["x+1"], ["engine"], (32, 128), 4.0)[0]
+    assert canvas.shape == (32, 128) and canvas.max() > 0.5

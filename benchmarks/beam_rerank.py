@@ -1,0 +1,187 @@
+"""What a beam's other finished hypotheses hold, and whether a reranker without the reference reaches it.
+
+A token recognizer's beam search ends with up to `width` finished hypotheses and returns the best
+scored. This decodes a split with that search (model.search.beam over the recognizer's `token_steps`
+hook, as `train.eval` decodes beam N) and keeps every finished hypothesis, then reports exact match
+(both sides spaced into tokens, as `train.eval --markup` scores them):
+
+- **top**: the hypothesis the search returns; **oracle**: any finished hypothesis equals the reference
+  (the most a reranker over this beam could reach);
+- **valid first**: the best-scored hypothesis that is valid LaTeX (model.repair.is_valid), else the top;
+- **render and compare** (with `--fonts`): every hypothesis drawn (TeX in each named font, or `engine`
+  for the layout engine), fitted to the canvas as an input image is, and compared with the input
+  (mean absolute difference `l1`, soft intersection over union `iou` or normalized cross-correlation
+  `ncc`, after a Gaussian blur of `sigma` px; the best over the fonts); the pick maximizes
+  score + lambda x similarity, for every setting of the grid. The grid is scored on the same images, so its
+  best cell is an optimistic bound, not a held-out figure.
+
+    python benchmarks/beam_rerank.py --ckpt print-ar --data shards/printed-64x512 --split valid \\
+        --limit 160 --beam 5 --fonts cm,times,palatino --threads 1 --json rerank.json
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+from scipy.ndimage import gaussian_filter  # noqa: E402
+
+from datasets_prep.image_intake import fit_to_canvas, ink_darkness  # noqa: E402
+from model import load  # noqa: E402
+from model.repair import is_valid  # noqa: E402
+from model.search import beam  # noqa: E402
+from train.data import ShardDataset, load_split_data  # noqa: E402
+from train.eval import spaced  # noqa: E402
+
+SIGMAS = (0.0, 1.0, 2.0)
+KINDS = ("l1", "iou", "ncc")
+LAMBDAS = (0.5, 1.0, 2.0, 5.0, 1000.0)
+
+
+def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[tuple[float, str]]]:
+    """Each image's finished hypotheses as (length-normalized log-probability, LaTeX), best first."""
+    steps = recognizer.token_steps(images)
+    lp = float(getattr(recognizer.cfg, "length_penalty", 1.0))
+    vocab = recognizer.labels.vocab
+    out = []
+    for i in range(steps.images):
+        hyps = beam(steps.image(i, width), width, steps.max_len, steps.device, length_penalty=lp)
+        out.append([(s, vocab.decode(ids.tolist())) for s, ids in sorted(hyps, key=lambda h: -h[0])])
+    return out
+
+
+def same(ref: str, hyp: str) -> bool:
+    return spaced(ref).split() == spaced(hyp).split()
+
+
+def similarity(a: np.ndarray, b: np.ndarray | None, sigma: float, kind: str) -> float:
+    """How alike two canvases (ink = 1) are; -inf for a hypothesis that could not be drawn."""
+    if b is None:
+        return float("-inf")
+    if sigma:
+        a, b = gaussian_filter(a, sigma), gaussian_filter(b, sigma)
+    if kind == "l1":
+        return -float(np.abs(a - b).mean())
+    if kind == "iou":
+        return float(np.minimum(a, b).sum() / max(1e-6, float(np.maximum(a, b).sum())))
+    if kind == "ncc":
+        a, b = a - a.mean(), b - b.mean()
+        return float((a * b).sum() / np.sqrt(float((a * a).sum() * (b * b).sum()) + 1e-9))
+    raise ValueError(f"unknown similarity {kind!r} (choose from {', '.join(KINDS)})")
+
+
+def drawn(texts: list[str], fonts: list[str], size: tuple[int, int], margin: float) -> list[list[np.ndarray | None]]:
+    """Each text drawn in each font and fitted to the canvas ([text][font]; None where it cannot be drawn)."""
+    per_font = []
+    for font in fonts:
+        if font == "engine":
+            from datasets_prep.synth.printed import render_print
+            grays = []
+            for t in texts:
+                try:
+                    grays.append(render_print(t))
+                except ValueError as exc:
+                    grays.append(exc)
+        else:
+            from datasets_prep.synth.tex import render_tex_batch
+            grays = render_tex_batch(texts, font=font)
+        per_font.append([None if isinstance(g, Exception) else fit_to_canvas(ink_darkness(g), size, margin)
+                         for g in grays])
+    return [list(col) for col in zip(*per_font)] if per_font else [[] for _ in texts]
+
+
+def tally(rows: list[dict], grid: bool = True) -> dict:
+    """rows: {ref, hyps [(score, text)], image, canvases [[per font]] (optional)} -> exact-match counts."""
+    out = {"n": len(rows), "top": 0, "oracle": 0, "valid_first": 0, "top_invalid": 0, "top_invalid_valid_alternative": 0}
+    for r in rows:
+        texts = [t for _, t in r["hyps"]]
+        ok = [same(r["ref"], t) for t in texts]
+        valid = [is_valid(t) for t in texts]
+        out["top"] += ok[0]
+        out["oracle"] += any(ok)
+        out["valid_first"] += ok[valid.index(True)] if True in valid else ok[0]
+        out["top_invalid"] += not valid[0]
+        out["top_invalid_valid_alternative"] += (not valid[0]) and any(valid)
+    if grid and rows and rows[0].get("canvases"):
+        cells = {}
+        for sigma, kind, lam in itertools.product(SIGMAS, KINDS, LAMBDAS):
+            hits = 0
+            for r in rows:
+                sims = [max((similarity(r["image"], c, sigma, kind) for c in cs), default=float("-inf"))
+                        for cs in r["canvases"]]
+                scores = [s + lam * m for (s, _), m in zip(r["hyps"], sims)]
+                hits += same(r["ref"], r["hyps"][int(np.argmax(scores))][1])
+            cells[f"sigma {sigma:g}, {kind}, lambda {lam:g}"] = hits
+        out["render_compare"] = cells
+        out["render_compare_best"] = max(cells.values())
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ckpt", required=True, help="a token recognizer: checkpoint, run folder, ensemble or shipped name")
+    p.add_argument("--data", required=True, type=Path, help="shards root (holding the split folder)")
+    p.add_argument("--split", default="valid")
+    p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--fonts", default="", help="comma-separated: TeX fonts (cm, times, palatino) and/or 'engine'; "
+                                               "empty: no render-and-compare")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", type=Path, help="write the counts here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rec = load(args.ckpt).recognizer
+    if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
+        print(f"{args.ckpt}: not a PyTorch token recognizer (AR, PosFormer, HVT or their ensemble): "
+              f"no token beam search to rerank", file=sys.stderr)
+        return 2
+    rec.eval()
+    data = load_split_data(args.data / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
+    n = min(args.limit or len(data.labels), len(data.labels))
+    dataset = ShardDataset(data, rec.render.size)
+    rows, t0 = [], time.perf_counter()
+    with torch.no_grad():
+        for start in range(0, n, 16):
+            images = torch.stack([dataset[j]["image"] for j in range(start, min(n, start + 16))])
+            for k, hyps in enumerate(finished_hypotheses(rec, images, args.beam)):
+                rows.append({"ref": data.labels[start + k], "hyps": hyps, "image": images[k, 0].numpy()})
+    decode_s = time.perf_counter() - t0
+    fonts = [f for f in args.fonts.split(",") if f]
+    render_s = 0.0
+    if fonts:
+        t0 = time.perf_counter()
+        texts = [t for r in rows for _, t in r["hyps"]]
+        canv = iter(drawn(texts, fonts, tuple(rec.render.size), rec.render.margin))
+        for r in rows:
+            r["canvases"] = [next(canv) for _ in r["hyps"]]
+        render_s = time.perf_counter() - t0
+    counts = tally(rows)
+    counts.update(decode_s=round(decode_s, 1), render_s=round(render_s, 1),
+                  candidates=sum(len(r["hyps"]) for r in rows), fonts=fonts)
+    pct = lambda k: f"{counts[k]} ({100 * counts[k] / max(1, counts['n']):.1f}%)"  # noqa: E731
+    print(f"| {args.split}[:{n}], beam {args.beam} | exact |\n| --- | ---: |")
+    for key in ("top", "oracle", "valid_first") + (("render_compare_best",) if fonts else ()):
+        print(f"| {key.replace('_', ' ')} | {pct(key)} |")
+    print(f"top invalid: {counts['top_invalid']}, of which with a valid alternative: "
+          f"{counts['top_invalid_valid_alternative']}; decode {decode_s:.0f} s, drawing {render_s:.0f} s "
+          f"for {counts['candidates']} hypotheses x {len(fonts)} font(s)")
+    if args.json:
+        args.json.write_text(json.dumps(counts, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
