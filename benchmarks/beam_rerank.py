@@ -33,7 +33,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import torch  # noqa: E402
-from scipy.ndimage import gaussian_filter  # noqa: E402
 
 from datasets_prep.image_intake import fit_to_canvas, ink_darkness  # noqa: E402
 from model import load  # noqa: E402
@@ -63,12 +62,25 @@ def same(ref: str, hyp: str) -> bool:
     return spaced(ref).split() == spaced(hyp).split()
 
 
+def blur(a: np.ndarray, sigma: float) -> np.ndarray:
+    """Gaussian blur of a 2D array (kernel to 4 sigma, edges mirrored: scipy.ndimage.gaussian_filter's
+    defaults, without scipy)."""
+    r = int(4.0 * sigma + 0.5)
+    k = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
+    k /= k.sum()
+    for axis in (0, 1):
+        padded = np.pad(a, [(r, r) if ax == axis else (0, 0) for ax in (0, 1)], mode="symmetric")
+        n = a.shape[axis]
+        a = sum(w * np.take(padded, np.arange(i, i + n), axis=axis) for i, w in enumerate(k))
+    return a
+
+
 def similarity(a: np.ndarray, b: np.ndarray | None, sigma: float, kind: str) -> float:
     """How alike two canvases (ink = 1) are; -inf for a hypothesis that could not be drawn."""
     if b is None:
         return float("-inf")
     if sigma:
-        a, b = gaussian_filter(a, sigma), gaussian_filter(b, sigma)
+        a, b = blur(a, sigma), blur(b, sigma)
     if kind == "l1":
         return -float(np.abs(a - b).mean())
     if kind == "iou":
@@ -99,7 +111,7 @@ def drawn(texts: list[str], fonts: list[str], size: tuple[int, int], margin: flo
     return [list(col) for col in zip(*per_font)] if per_font else [[] for _ in texts]
 
 
-def tally(rows: list[dict], grid: bool = True) -> dict:
+def tally(rows: list[dict]) -> dict:
     """rows: {ref, hyps [(score, text)], image, canvases [[per font]] (optional)} -> exact-match counts."""
     out = {"n": len(rows), "top": 0, "oracle": 0, "valid_first": 0, "top_invalid": 0, "top_invalid_valid_alternative": 0}
     for r in rows:
@@ -111,7 +123,7 @@ def tally(rows: list[dict], grid: bool = True) -> dict:
         out["valid_first"] += ok[valid.index(True)] if True in valid else ok[0]
         out["top_invalid"] += not valid[0]
         out["top_invalid_valid_alternative"] += (not valid[0]) and any(valid)
-    if grid and rows and rows[0].get("canvases"):
+    if rows and rows[0].get("canvases"):
         cells = {}
         for sigma, kind, lam in itertools.product(SIGMAS, KINDS, LAMBDAS):
             hits = 0

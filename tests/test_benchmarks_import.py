@@ -247,6 +247,11 @@ def test_beam_rerank_counts_what_each_reranker_reaches():
     b[2:6, 9:13] = 1
     assert mod.similarity(a, a, 0, "l1") == 0.0 > mod.similarity(a, b, 0, "l1") > mod.similarity(a, None, 0, "l1")
     assert mod.similarity(a, a, 1, "ncc") > mod.similarity(a, b, 1, "ncc")
+    assert np.allclose(mod.blur(np.ones((8, 16)), 2.0), 1.0)   # a normalized kernel, mirrored edges
+    dot = np.zeros((9, 9))
+    dot[4, 4] = 1
+    spread = mod.blur(dot, 1.0)
+    assert np.isclose(spread.sum(), 1.0) and np.allclose(spread, spread.T) and spread[4, 4] == spread.max()
     rows = [{"ref": "x + 1", "hyps": [(-0.1, "x+2"), (-0.2, "x+1")], "image": a, "canvases": [[b], [a]]},
             {"ref": "a", "hyps": [(-0.1, "{a"), (-0.3, "a")], "image": a, "canvases": [[None], [a]]}]
     t = mod.tally(rows)
