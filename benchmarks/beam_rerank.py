@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 import torch  # noqa: E402
 
 from datasets_prep.image_intake import fit_to_canvas, ink_darkness  # noqa: E402
+from datasets_prep.synth.tex import TexUnavailable, check_tex, preamble, render_tex_batch  # noqa: E402
 from model import load  # noqa: E402
 from model.repair import is_valid  # noqa: E402
 from model.search import beam  # noqa: E402
@@ -104,7 +105,6 @@ def drawn(texts: list[str], fonts: list[str], size: tuple[int, int], margin: flo
                 except ValueError as exc:
                     grays.append(exc)
         else:
-            from datasets_prep.synth.tex import render_tex_batch
             grays = render_tex_batch(texts, font=font)
         per_font.append([None if isinstance(g, Exception) else fit_to_canvas(ink_darkness(g), size, margin)
                          for g in grays])
@@ -155,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
+    fonts = [f for f in args.fonts.split(",") if f]
+    try:  # before any decoding: an unknown font or a missing TeX is said at once
+        for font in fonts:
+            if font != "engine":
+                preamble(font)
+                check_tex()
+    except (TexUnavailable, ValueError) as exc:
+        print(f"--fonts {args.fonts}: {exc}", file=sys.stderr)
+        return 2
     rec = load(args.ckpt).recognizer
     if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
         print(f"{args.ckpt}: not a PyTorch token recognizer (AR, PosFormer, HVT or their ensemble): "
@@ -171,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
             for k, hyps in enumerate(finished_hypotheses(rec, images, args.beam)):
                 rows.append({"ref": data.labels[start + k], "hyps": hyps, "image": images[k, 0].numpy()})
     decode_s = time.perf_counter() - t0
-    fonts = [f for f in args.fonts.split(",") if f]
     render_s = 0.0
     if fonts:
         t0 = time.perf_counter()

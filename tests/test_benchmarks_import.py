@@ -235,6 +235,8 @@ def test_beam_rerank_keeps_every_finished_hypothesis(smoke, micro_shards, capsys
     assert all(1 <= len(h) <= 3 and [s for s, _ in h] == sorted((s for s, _ in h), reverse=True) for h in hyps)
     assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--split", "train"]) == 2
     assert "no token beam search" in capsys.readouterr().err
+    assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--fonts", "comic"]) == 2
+    assert "unknown TeX font 'comic'" in capsys.readouterr().err   # said before any decoding
 
 
 def test_beam_rerank_counts_what_each_reranker_reaches():
