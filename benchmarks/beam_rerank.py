@@ -21,7 +21,6 @@ hook, as `train.eval` decodes beam N) and keeps every finished hypothesis, then 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -39,6 +38,7 @@ from datasets_prep.synth.tex import TexUnavailable, check_tex, preamble, render_
 from model import load  # noqa: E402
 from model.repair import is_valid  # noqa: E402
 from model.search import beam  # noqa: E402
+from tokenizer.markup_metrics import exact_match  # noqa: E402
 from train.data import ShardDataset, load_split_data  # noqa: E402
 from train.eval import spaced  # noqa: E402
 
@@ -60,12 +60,15 @@ def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[li
 
 
 def same(ref: str, hyp: str) -> bool:
-    return spaced(ref).split() == spaced(hyp).split()
+    """Exact match as `train.eval --markup` scores it: both sides spaced into tokens first."""
+    return exact_match([spaced(ref)], [spaced(hyp)]) == 1.0
 
 
 def blur(a: np.ndarray, sigma: float) -> np.ndarray:
     """Gaussian blur of a 2D array (kernel to 4 sigma, edges mirrored: scipy.ndimage.gaussian_filter's
-    defaults, without scipy)."""
+    defaults, without scipy); sigma 0 returns `a` itself."""
+    if not sigma:
+        return a
     r = int(4.0 * sigma + 0.5)
     k = np.exp(-0.5 * (np.arange(-r, r + 1) / sigma) ** 2)
     k /= k.sum()
@@ -76,12 +79,10 @@ def blur(a: np.ndarray, sigma: float) -> np.ndarray:
     return a
 
 
-def similarity(a: np.ndarray, b: np.ndarray | None, sigma: float, kind: str) -> float:
-    """How alike two canvases (ink = 1) are; -inf for a hypothesis that could not be drawn."""
+def similarity(a: np.ndarray, b: np.ndarray | None, kind: str) -> float:
+    """How alike two canvases (ink = 1, blurred alike) are; -inf for a hypothesis that could not be drawn."""
     if b is None:
         return float("-inf")
-    if sigma:
-        a, b = blur(a, sigma), blur(b, sigma)
     if kind == "l1":
         return -float(np.abs(a - b).mean())
     if kind == "iou":
@@ -114,6 +115,7 @@ def drawn(texts: list[str], fonts: list[str], size: tuple[int, int], margin: flo
 def tally(rows: list[dict]) -> dict:
     """rows: {ref, hyps [(score, text)], image, canvases [[per font]] (optional)} -> exact-match counts."""
     out = {"n": len(rows), "top": 0, "oracle": 0, "valid_first": 0, "top_invalid": 0, "top_invalid_valid_alternative": 0}
+    oks = []   # per row: which hypotheses are the reference
     for r in rows:
         texts = [t for _, t in r["hyps"]]
         ok = [same(r["ref"], t) for t in texts]
@@ -123,16 +125,19 @@ def tally(rows: list[dict]) -> dict:
         out["valid_first"] += ok[valid.index(True)] if True in valid else ok[0]
         out["top_invalid"] += not valid[0]
         out["top_invalid_valid_alternative"] += (not valid[0]) and any(valid)
+        oks.append(ok)
     if rows and rows[0].get("canvases"):
         cells = {}
-        for sigma, kind, lam in itertools.product(SIGMAS, KINDS, LAMBDAS):
-            hits = 0
-            for r in rows:
-                sims = [max((similarity(r["image"], c, sigma, kind) for c in cs), default=float("-inf"))
-                        for cs in r["canvases"]]
-                scores = [s + lam * m for (s, _), m in zip(r["hyps"], sims)]
-                hits += same(r["ref"], r["hyps"][int(np.argmax(scores))][1])
-            cells[f"sigma {sigma:g}, {kind}, lambda {lam:g}"] = hits
+        for sigma in SIGMAS:   # each image and drawing blurred once per sigma, scored once per kind
+            blurred = [(blur(r["image"], sigma), [[None if c is None else blur(c, sigma) for c in cs]
+                                                  for cs in r["canvases"]]) for r in rows]
+            for kind in KINDS:
+                sims = [[max((similarity(image, c, kind) for c in cs), default=float("-inf")) for cs in canvases]
+                        for image, canvases in blurred]
+                for lam in LAMBDAS:
+                    cells[f"sigma {sigma:g}, {kind}, lambda {lam:g}"] = sum(
+                        ok[int(np.argmax([s + lam * m for (s, _), m in zip(r["hyps"], row)]))]
+                        for r, ok, row in zip(rows, oks, sims))
         out["render_compare"] = cells
         out["render_compare_best"] = max(cells.values())
     return out

@@ -247,8 +247,9 @@ def test_beam_rerank_counts_what_each_reranker_reaches():
     a[2:6, 2:6] = 1
     b = np.zeros((8, 16), np.float32)
     b[2:6, 9:13] = 1
-    assert mod.similarity(a, a, 0, "l1") == 0.0 > mod.similarity(a, b, 0, "l1") > mod.similarity(a, None, 0, "l1")
-    assert mod.similarity(a, a, 1, "ncc") > mod.similarity(a, b, 1, "ncc")
+    assert mod.similarity(a, a, "l1") == 0.0 > mod.similarity(a, b, "l1") > mod.similarity(a, None, "l1")
+    assert mod.similarity(mod.blur(a, 1), mod.blur(a, 1), "ncc") > mod.similarity(mod.blur(a, 1), mod.blur(b, 1), "ncc")
+    assert mod.blur(a, 0) is a
     assert np.allclose(mod.blur(np.ones((8, 16)), 2.0), 1.0)   # a normalized kernel, mirrored edges
     dot = np.zeros((9, 9))
     dot[4, 4] = 1
