@@ -164,6 +164,18 @@ def test_bench_width_times_named_variants(capsys):
     assert "| attention 8 |" in capsys.readouterr().out
 
 
+def test_bench_coverage_times_both_forms_alike(tmp_path, capsys):
+    """Both forms of HVT's coverage term take the same step: equal losses, one row per form and mode."""
+    mod = load_script("bench_coverage")
+    assert mod.main(["--smoke", "--eager-only", "--json", str(tmp_path / "c.json")]) == 0
+    report = json.loads((tmp_path / "c.json").read_text())
+    assert report["step"]["loss_rel_diff"] < 1e-5
+    assert [t["preset"] for t in report["term"]] == ["print-cpu", "hvt-paper"]
+    assert all(t["max_abs_diff"] < 1e-4 for t in report["term"])
+    assert set(report["step"]["ms_per_step"]) == {"conv then projection, eager", "composed, eager"}
+    assert "| composed, eager |" in capsys.readouterr().out
+
+
 def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
     mod = load_script("exact_by_length")
     preds = [{"sample_id": "a", "decoder": "greedy", "seed": 0, "ref": "x + 1", "hyp": "x + 1"},

@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import model
 from datasets_prep.render_spec import RenderSpec
 from model.checkpoint import save_checkpoint
-from model.hvt.decoder import EOS, PAD, coverage_penalty, lstm_step
+from model.hvt.decoder import EOS, PAD, CoverageAttention, coverage_penalty, lstm_step
 from model.search import greedy, search_ids
 from model.errors import RecognizerConfigError
 from model.hvt.recognizer import HVT, HVTConfig, position_encoding
@@ -88,6 +88,24 @@ def test_coverage_is_the_sum_of_past_attention():
         _, _, other = m.decoder.step(tokens, state._replace(coverage=torch.zeros_like(state.coverage)), memory)
         assert not torch.allclose(again, other)
         assert tiny(coverage=False).decoder.attn.cov_conv is None
+
+
+@pytest.mark.parametrize("grid, kernel", [((4, 16), 5), ((3, 7), 3), ((2, 5), 11)])
+def test_coverage_term_is_convolution_then_projection(grid, kernel):
+    """The composed form (one product over unfolded neighbourhoods) computes V conv(coverage), values
+    and gradients, as the two layers it stands for."""
+    torch.manual_seed(0)
+    attn = CoverageAttention(8, 8, 16, grid, kernel, 6, coverage=True)
+    cov = torch.rand(3, grid[0] * grid[1], requires_grad=True)
+    plain = attn.cov_proj(attn.cov_conv(cov.view(-1, 1, *grid)).flatten(2).transpose(1, 2))
+    fast = attn.coverage_term(cov)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
+    weights = torch.randn_like(plain)
+    params = [cov, attn.cov_conv.weight, attn.cov_conv.bias, attn.cov_proj.weight]
+    g_plain = torch.autograd.grad((plain * weights).sum(), params)
+    g_fast = torch.autograd.grad((fast * weights).sum(), params)
+    for a, b in zip(g_fast, g_plain):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_coverage_penalty_counts_attention_put_again():

@@ -62,12 +62,27 @@ class CoverageAttention(nn.Module):
         self.cov_proj = nn.Linear(channels, attn_dim, bias=False) if coverage else None
         self.score = nn.Linear(attn_dim, 1)
 
+    def coverage_term(self, coverage: torch.Tensor) -> torch.Tensor:
+        """V conv(coverage) [B, N, A] for the coverage [B, N], computed as one product.
+
+        The convolution (1 -> C channels) and the projection (C -> A) are both linear, so their weights
+        are composed first ([A, k*k], a few thousand multiply-adds) and applied to the coverage's k x k
+        neighbourhoods (unfold) in one matmul. The parameters and the function are those of conv then
+        projection (equal to 1e-6, tests/test_hvt.py); what changes is the cost, at every LSTM step:
+        k*k*A multiply-adds per grid cell instead of C*(k*k + A), and no one-channel convolution, whose
+        backward is slow in oneDNN (the term forward and backward: 1.19x at `print-cpu`'s sizes, 1.71x
+        at `hvt-paper`'s; benchmarks/bench_coverage.py, BENCHMARKS.md)."""
+        conv, kh, kw = self.cov_conv, *self.cov_conv.kernel_size
+        weight = self.cov_proj.weight @ conv.weight.flatten(1)                        # [A, k*k]
+        bias = self.cov_proj.weight @ conv.bias                                       # [A]
+        cols = F.unfold(coverage.view(-1, 1, *self.grid), (kh, kw), padding=conv.padding)  # [B, k*k, N]
+        return torch.matmul(cols.transpose(1, 2), weight.t()) + bias
+
     def forward(self, query: torch.Tensor, memory: Memory, coverage: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(context [B, D], attention [B, N]) for queries [B, Q] and the coverage so far [B, N]."""
         e = self.query(query)[:, None] + memory.keys
         if self.cov_conv is not None:
-            feats = self.cov_conv(coverage.view(-1, 1, *self.grid)).flatten(2).transpose(1, 2)
-            e = e + self.cov_proj(feats)
+            e = e + self.coverage_term(coverage)
         alpha = self.score(torch.tanh(e)).squeeze(-1).float().softmax(-1).to(memory.values.dtype)
         return torch.bmm(alpha[:, None], memory.values).squeeze(1), alpha
 
@@ -129,9 +144,9 @@ class CoverageLSTMDecoder(nn.Module):
         lstm = 2 * 4 * h * (e + mem_dim + h)
         attn = 2 * h * a + 2 * memory * a + 2 * memory * mem_dim
         conv = self.attn.cov_conv
-        if conv is not None:
+        if conv is not None:  # CoverageAttention.coverage_term: weights composed, then one product
             k = conv.kernel_size[0] * conv.kernel_size[1]
-            attn += 2 * memory * conv.out_channels * (k + a)
+            attn += 2 * memory * k * a + 2 * a * conv.out_channels * (k + 1)
         out = 2 * e * (h + mem_dim + e) + 2 * e * num_tokens
         once = 2 * memory * mem_dim * a + 2 * mem_dim * h + 2 * h * 2 * h
         return float(steps * (lstm + attn + out) + once)
