@@ -56,20 +56,47 @@ class Stepper(PlainStepper):
         return super().step(images, batch), batch["tokens"].shape[1]
 
 
+def label_batches(tokens: torch.Tensor, batch: int, count: int) -> list[torch.Tensor]:
+    """`count` batches of `batch` label rows drawn from `tokens`, the i-th with seed i (the same in every run)."""
+    return [tokens[torch.randperm(len(tokens), generator=torch.Generator().manual_seed(i))[:batch]]
+            for i in range(count)]
+
+
+def dropout_off(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with every dropout at p=0 (two variants' losses can then be compared step for step)."""
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0
+    return model
+
+
+def alternating_blocks(steppers: dict, images: torch.Tensor, batches: list[torch.Tensor], start: int,
+                       blocks: int, steps: int) -> tuple[dict[str, list[float]], list]:
+    """Time each stepper's `steps` steps in turn, `blocks` times over, on batches[start:]: the load
+    of a shared machine falls on every variant alike. Returns (seconds per step by name, every step's output)."""
+    times: dict[str, list[float]] = {name: [] for name in steppers}
+    outputs = []
+    k = start
+    for _ in range(blocks):
+        for name, s in steppers.items():
+            for j in range(steps):
+                t = time.perf_counter()
+                outputs.append(s.step(images, batches[k + j]))
+                times[name].append(time.perf_counter() - t)
+        k += steps
+    return times, outputs
+
+
 def bench(cfg, blocks: int, steps: int) -> dict:
     torch.manual_seed(0)
     model, data, _ = prepare(cfg, Env(torch.device("cpu")), None)
     tokens = torch.from_numpy(data.targets["tokens"])
     b = cfg.batch_size
-    batches = [tokens[torch.randperm(len(tokens), generator=torch.Generator().manual_seed(i))[:b]]
-               for i in range(blocks * steps + 3)]
+    batches = label_batches(tokens, b, blocks * steps + 3)
     images = torch.rand(b, 1, *model.render.size, generator=torch.Generator().manual_seed(1))
 
     # parity first, dropout off (dropout draws differ between graphs), 4 steps from the same weights
-    quiet = copy.deepcopy(model)
-    for mod in quiet.modules():
-        if isinstance(mod, torch.nn.Dropout):
-            mod.p = 0.0
+    quiet = dropout_off(copy.deepcopy(model))
     pair = [Stepper(copy.deepcopy(quiet), cfg, parts=p, bf16=False) for p in (False, True)]
     losses = [[s.step(images, batches[i])[0] for i in range(4)] for s in pair]
     parity = max(abs(a - c) / max(abs(a), 1e-12) for a, c in zip(*losses))
@@ -80,17 +107,8 @@ def bench(cfg, blocks: int, steps: int) -> dict:
         for s in steppers.values():
             s.step(images, batches[i])
     warmup = time.perf_counter() - t0
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    windows: list[int] = []
-    k = 3
-    for _ in range(blocks):
-        for v, s in steppers.items():
-            for j in range(steps):
-                t = time.perf_counter()
-                _, w = s.step(images, batches[k + j])
-                times[v].append(time.perf_counter() - t)
-                windows.append(w)
-        k += steps
+    times, outputs = alternating_blocks(steppers, images, batches, 3, blocks, steps)
+    windows = [w for _, w in outputs]
     base = statistics.median(times["eager"])
     rows = {v: {"ms_per_step": 1e3 * statistics.median(t), "images_per_s": b / statistics.median(t),
                 "vs_eager": base / statistics.median(t)} for v, t in times.items()}

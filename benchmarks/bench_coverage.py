@@ -33,7 +33,7 @@ from train.config import apply_overrides, preset  # noqa: E402
 from train.demo_data import prepare_demo_data  # noqa: E402
 from train.trainer import Env, prepare  # noqa: E402
 
-from bench_compile_parts import SMOKE, Stepper  # noqa: E402
+from bench_compile_parts import SMOKE, Stepper, alternating_blocks, dropout_off, label_batches  # noqa: E402
 
 
 def conv_then_projection(self: CoverageAttention, coverage: torch.Tensor) -> torch.Tensor:
@@ -74,13 +74,9 @@ def bench_term(cfg, blocks: int, reps: int = 10) -> dict:
 def bench(cfg, blocks: int, steps: int, parts: tuple[bool, ...]) -> dict:
     torch.manual_seed(0)
     model, data, _ = prepare(cfg, Env(torch.device("cpu")), None)
-    for mod in model.modules():
-        if isinstance(mod, torch.nn.Dropout):
-            mod.p = 0.0
-    tokens = torch.from_numpy(data.targets["tokens"])
+    dropout_off(model)
     b = cfg.batch_size
-    batches = [tokens[torch.randperm(len(tokens), generator=torch.Generator().manual_seed(i))[:b]]
-               for i in range(blocks * steps + 2)]
+    batches = label_batches(torch.from_numpy(data.targets["tokens"]), b, blocks * steps + 2)
     images = torch.rand(b, 1, *model.render.size, generator=torch.Generator().manual_seed(1))
     variants = {}
     for p in parts:
@@ -90,15 +86,7 @@ def bench(cfg, blocks: int, steps: int, parts: tuple[bool, ...]) -> dict:
     losses = {v: [s.step(images, batches[i])[0] for i in range(2)] for v, s in variants.items()}  # also warm-up
     ref = next(iter(losses.values()))
     parity = max(abs(a - r) / max(abs(r), 1e-12) for ls in losses.values() for a, r in zip(ls, ref))
-    times: dict[str, list[float]] = {v: [] for v in variants}
-    k = 2
-    for _ in range(blocks):
-        for v, s in variants.items():
-            for j in range(steps):
-                t = time.perf_counter()
-                s.step(images, batches[k + j])
-                times[v].append(time.perf_counter() - t)
-        k += steps
+    times, _ = alternating_blocks(variants, images, batches, 2, blocks, steps)
     rows = {v: 1e3 * statistics.median(t) for v, t in times.items()}
     return {"preset": cfg.name, "batch": b, "canvas": list(model.render.size), "steps_each": blocks * steps,
             "loss_rel_diff": parity, "ms_per_step": rows}
@@ -118,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     parts = (False,) if args.eager_only else (False, True)
-    if not args.no_step and True in parts and compiler_works():
-        print(f"error: torch.compile cannot build here ({compiler_works()}); use --eager-only", file=sys.stderr)
+    why_not = "" if args.no_step or True not in parts else compiler_works()
+    if why_not:
+        print(f"error: torch.compile cannot build here ({why_not}); use --eager-only", file=sys.stderr)
         return 1
     torch.set_num_threads(args.threads)
     overrides = ["model.kind=hvt", "model.max_len=160"]
@@ -131,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.smoke:
                 ap.error("--data is required (or --smoke)")
             args.data = prepare_demo_data(Path(tmp), splits={"train": (8, 1)}, log=lambda msg: None)
-        cfgs = [apply_overrides(preset(name), overrides + [f"data.root={args.data}"] + (SMOKE if args.smoke and name == "hvt-paper" else []))
-                for name in args.configs]
+        cfgs = [apply_overrides(preset(name), overrides + [f"data.root={args.data}"]) for name in args.configs]
         report = {"term": [bench_term(cfg, 2 if args.smoke else 8, 1 if args.smoke else 10) for cfg in cfgs]}
         if not args.no_step:
             report["step"] = bench(cfgs[0], args.blocks, args.steps, parts)

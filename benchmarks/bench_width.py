@@ -20,7 +20,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -34,7 +33,7 @@ from train.config import apply_overrides, preset  # noqa: E402
 from train.demo_data import prepare_demo_data  # noqa: E402
 from train.trainer import Env, prepare  # noqa: E402
 
-from bench_compile_parts import Stepper  # noqa: E402
+from bench_compile_parts import Stepper, alternating_blocks, label_batches  # noqa: E402
 
 VARIANTS = {"width 96 (print-cpu)": [], "decoder 128": ["model.dec_dim=128"],
             "decoder 128, 3 layers": ["model.dec_dim=128", "model.dec_depth=3"],
@@ -54,20 +53,11 @@ def bench(data: Path, blocks: int, steps: int, extra: list[str], variants: dict[
         steppers[name] = Stepper(model, cfg, parts=False, bf16=False)
     tokens = torch.from_numpy(shards.targets["tokens"])
     b = cfg.batch_size
-    batches = [tokens[torch.randperm(len(tokens), generator=torch.Generator().manual_seed(i))[:b]]
-               for i in range(blocks * steps + 1)]
+    batches = label_batches(tokens, b, blocks * steps + 1)
     images = torch.rand(b, 1, *model.render.size, generator=torch.Generator().manual_seed(1))
     for s in steppers.values():  # first touch, not timed
         s.step(images, batches[0])
-    times: dict[str, list[float]] = {n: [] for n in steppers}
-    k = 1
-    for _ in range(blocks):
-        for name, s in steppers.items():
-            for j in range(steps):
-                t = time.perf_counter()
-                s.step(images, batches[k + j])
-                times[name].append(time.perf_counter() - t)
-        k += steps
+    times, _ = alternating_blocks(steppers, images, batches, 1, blocks, steps)
     base = statistics.median(next(iter(times.values())))
     return {n: {"params": params[n], "ms_per_step": 1e3 * statistics.median(t), "vs_base": statistics.median(t) / base}
             for n, t in times.items()}

@@ -72,10 +72,10 @@ class CoverageAttention(nn.Module):
         k*k*A multiply-adds per grid cell instead of C*(k*k + A), and no one-channel convolution, whose
         backward is slow in oneDNN (the term forward and backward: 1.19x at `print-cpu`'s sizes, 1.71x
         at `hvt-paper`'s; benchmarks/bench_coverage.py, BENCHMARKS.md)."""
-        conv, kh, kw = self.cov_conv, *self.cov_conv.kernel_size
+        conv = self.cov_conv
         weight = self.cov_proj.weight @ conv.weight.flatten(1)                        # [A, k*k]
         bias = self.cov_proj.weight @ conv.bias                                       # [A]
-        cols = F.unfold(coverage.view(-1, 1, *self.grid), (kh, kw), padding=conv.padding)  # [B, k*k, N]
+        cols = F.unfold(coverage.view(-1, 1, *self.grid), conv.kernel_size, padding=conv.padding)  # [B, k*k, N]
         return torch.matmul(cols.transpose(1, 2), weight.t()) + bias
 
     def forward(self, query: torch.Tensor, memory: Memory, coverage: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
