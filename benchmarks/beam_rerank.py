@@ -8,6 +8,10 @@ hook, as `train.eval` decodes beam N) and keeps every finished hypothesis, then 
 - **top**: the hypothesis the search returns; **oracle**: any finished hypothesis equals the reference
   (the most a reranker over this beam could reach);
 - **valid first**: the best-scored hypothesis that is valid LaTeX (model.repair.is_valid), else the top;
+- **length penalty**: the pick under another length normalization, log p / length ** alpha for each
+  alpha of `--penalties`, repaired to parse as `train.eval` repairs (exact match and BLEU-4). The search
+  keeps the same finished hypotheses whatever alpha is (it ranks open rows by their raw log-probability
+  and stops at `width` finished ones), so one decode answers every alpha;
 - **render and compare** (with `--fonts`): every hypothesis drawn (TeX in each named font, or `engine`
   for the layout engine), fitted to the canvas as an input image is, and compared with the input
   (mean absolute difference `l1`, soft intersection over union `iou` or normalized cross-correlation
@@ -36,26 +40,43 @@ import torch  # noqa: E402
 from datasets_prep.image_intake import fit_to_canvas, ink_darkness  # noqa: E402
 from datasets_prep.synth.tex import TexUnavailable, check_tex, preamble, render_tex_batch  # noqa: E402
 from model import load  # noqa: E402
-from model.repair import is_valid  # noqa: E402
+from model.repair import delete_until_valid, is_valid  # noqa: E402
 from model.search import beam  # noqa: E402
-from tokenizer.markup_metrics import exact_match  # noqa: E402
+from tokenizer.markup_metrics import bleu4, exact_match  # noqa: E402
 from train.data import ShardDataset, load_split_data  # noqa: E402
 from train.eval import spaced  # noqa: E402
 
 SIGMAS = (0.0, 1.0, 2.0)
 KINDS = ("l1", "iou", "ncc")
 LAMBDAS = (0.5, 1.0, 2.0, 5.0, 1000.0)
+PENALTIES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5)
 
 
-def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[tuple[float, str]]]:
-    """Each image's finished hypotheses as (length-normalized log-probability, LaTeX), best first."""
+def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[tuple[float, str, float, int]]]:
+    """Each image's finished hypotheses as (length-normalized log-probability, LaTeX, log-probability,
+    length), best first; the length counts the tokens after the start, the stop included, as the
+    search's normalization does (score = log p / length ** length_penalty)."""
     steps = recognizer.token_steps(images)
     lp = float(getattr(recognizer.cfg, "length_penalty", 1.0))
     vocab = recognizer.labels.vocab
     out = []
     for i in range(steps.images):
         hyps = beam(steps.image(i, width), width, steps.max_len, steps.device, length_penalty=lp)
-        out.append([(s, vocab.decode(ids.tolist())) for s, ids in sorted(hyps, key=lambda h: -h[0])])
+        out.append([(s, vocab.decode(ids.tolist()), s * (len(ids) - 1) ** lp, len(ids) - 1)
+                    for s, ids in sorted(hyps, key=lambda h: -h[0])])
+    return out
+
+
+def length_sweep(rows: list[dict], penalties: tuple[float, ...] = PENALTIES) -> dict:
+    """For each alpha, each row's pick by log p / length ** alpha, repaired to parse as `train.eval`'s
+    decoders repair: exact matches and corpus BLEU-4 (both sides spaced into tokens)."""
+    refs = [spaced(r["ref"]) for r in rows]
+    out = {}
+    for alpha in penalties:
+        picks = [max(r["hyps"], key=lambda h: h[2] / h[3] ** alpha)[1] for r in rows]
+        picks = [t if is_valid(t) else delete_until_valid(t) for t in picks]
+        out[f"{alpha:g}"] = {"exact": sum(same(r["ref"], t) for r, t in zip(rows, picks)),
+                             "bleu4": round(100 * bleu4(refs, [spaced(t) for t in picks]), 2)}
     return out
 
 
@@ -117,7 +138,7 @@ def tally(rows: list[dict]) -> dict:
     out = {"n": len(rows), "top": 0, "oracle": 0, "valid_first": 0, "top_invalid": 0, "top_invalid_valid_alternative": 0}
     oks = []   # per row: which hypotheses are the reference
     for r in rows:
-        texts = [t for _, t in r["hyps"]]
+        texts = [h[1] for h in r["hyps"]]
         ok = [same(r["ref"], t) for t in texts]
         valid = [is_valid(t) for t in texts]
         out["top"] += ok[0]
@@ -136,7 +157,7 @@ def tally(rows: list[dict]) -> dict:
                         for image, canvases in blurred]
                 for lam in LAMBDAS:
                     cells[f"sigma {sigma:g}, {kind}, lambda {lam:g}"] = sum(
-                        ok[int(np.argmax([s + lam * m for (s, _), m in zip(r["hyps"], row)]))]
+                        ok[int(np.argmax([h[0] + lam * m for h, m in zip(r["hyps"], row)]))]
                         for r, ok, row in zip(rows, oks, sims))
         out["render_compare"] = cells
         out["render_compare_best"] = max(cells.values())
@@ -152,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--fonts", default="", help="comma-separated: TeX fonts (cm, times, palatino) and/or 'engine'; "
                                                "empty: no render-and-compare")
+    p.add_argument("--penalties", default=",".join(f"{a:g}" for a in PENALTIES),
+                   help="comma-separated length-penalty exponents alpha to pick by (log p / length ** alpha)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the counts here")
     return p
@@ -161,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     fonts = [f for f in args.fonts.split(",") if f]
+    try:
+        penalties = tuple(float(a) for a in args.penalties.split(",") if a)
+    except ValueError:
+        print(f"--penalties {args.penalties}: not a comma-separated list of numbers", file=sys.stderr)
+        return 2
     try:  # before any decoding: an unknown font or a missing TeX is said at once
         for font in fonts:
             if font != "engine":
@@ -188,18 +216,22 @@ def main(argv: list[str] | None = None) -> int:
     render_s = 0.0
     if fonts:
         t0 = time.perf_counter()
-        texts = [t for r in rows for _, t in r["hyps"]]
+        texts = [h[1] for r in rows for h in r["hyps"]]
         canv = iter(drawn(texts, fonts, tuple(rec.render.size), rec.render.margin))
         for r in rows:
             r["canvases"] = [next(canv) for _ in r["hyps"]]
         render_s = time.perf_counter() - t0
     counts = tally(rows)
+    counts["length_penalty"] = length_sweep(rows, penalties)
     counts.update(decode_s=round(decode_s, 1), render_s=round(render_s, 1),
                   candidates=sum(len(r["hyps"]) for r in rows), fonts=fonts)
     pct = lambda k: f"{counts[k]} ({100 * counts[k] / max(1, counts['n']):.1f}%)"  # noqa: E731
     print(f"| {args.split}[:{n}], beam {args.beam} | exact |\n| --- | ---: |")
     for key in ("top", "oracle", "valid_first") + (("render_compare_best",) if fonts else ()):
         print(f"| {key.replace('_', ' ')} | {pct(key)} |")
+    print("\n| length penalty alpha | exact | BLEU-4 |\n| --- | ---: | ---: |")
+    for alpha, m in counts["length_penalty"].items():
+        print(f"| {alpha} | {m['exact']} ({100 * m['exact'] / max(1, counts['n']):.1f}%) | {m['bleu4']:.2f} |")
     print(f"top invalid: {counts['top_invalid']}, of which with a valid alternative: "
           f"{counts['top_invalid_valid_alternative']}; decode {decode_s:.0f} s, drawing {render_s:.0f} s "
           f"for {counts['candidates']} hypotheses x {len(fonts)} font(s)")

@@ -244,7 +244,9 @@ def test_beam_rerank_keeps_every_finished_hypothesis(smoke, micro_shards, capsys
     images = torch.rand(2, 1, 32, 128)
     hyps = mod.finished_hypotheses(rec, images, 3)
     assert [h[0][1] for h in hyps] == rec.recognize(images, DecodeSpec("beam", beam=3, valid=False))
-    assert all(1 <= len(h) <= 3 and [s for s, _ in h] == sorted((s for s, _ in h), reverse=True) for h in hyps)
+    assert all(1 <= len(h) <= 3 and [x[0] for x in h] == sorted((x[0] for x in h), reverse=True) for h in hyps)
+    # each carries its log-probability and length: the score is their ratio (length_penalty 1)
+    assert all(abs(s - logp / n) < 1e-6 and n >= 1 for h in hyps for s, _, logp, n in h)
     assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--split", "train"]) == 2
     assert "no token beam search" in capsys.readouterr().err
     assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--fonts", "comic"]) == 2
@@ -273,5 +275,12 @@ def test_beam_rerank_counts_what_each_reranker_reaches():
     assert (t["n"], t["top"], t["oracle"], t["valid_first"]) == (2, 0, 2, 1)
     assert (t["top_invalid"], t["top_invalid_valid_alternative"]) == (1, 1)
     assert t["render_compare"]["sigma 0, l1, lambda 1000"] == 2 == t["render_compare_best"]
+    # the length penalty: raw log p (alpha 0) prefers the short right answer, the mean (alpha 1) the long
+    # wrong one; "{a" is repaired to parse before it is scored, as train.eval repairs
+    rows = [{"ref": "x + y = 1", "hyps": [(-0.1, "x+y+y=1", -0.8, 8), (-0.12, "x+y=1", -0.72, 6)]},
+            {"ref": "a", "hyps": [(-0.1, "{a", -0.2, 2), (-0.3, "b", -0.6, 2)]}]
+    sweep = mod.length_sweep(rows, (0.0, 1.0))
+    assert (sweep["0"]["exact"], sweep["1"]["exact"]) == (2, 1)
+    assert sweep["0"]["bleu4"] > sweep["1"]["bleu4"]
     canvas, = mod.drawn(["x+1"], ["engine"], (32, 128), 4.0)[0]
     assert canvas.shape == (32, 128) and canvas.max() > 0.5
