@@ -29,6 +29,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,31 +53,40 @@ LAMBDAS = (0.5, 1.0, 2.0, 5.0, 1000.0)
 PENALTIES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5)
 
 
-def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[tuple[float, str, float, int]]]:
-    """Each image's finished hypotheses as (length-normalized log-probability, LaTeX, log-probability,
-    length), best first; the length counts the tokens after the start, the stop included, as the
-    search's normalization does (score = log p / length ** length_penalty)."""
+class Hyp(NamedTuple):
+    """One finished hypothesis: its search score (log p / length ** length_penalty), its LaTeX, its
+    log-probability and its length (the tokens after the start, the stop included, as the search counts)."""
+
+    score: float
+    text: str
+    logp: float
+    length: int
+
+
+def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[Hyp]]:
+    """Each image's finished hypotheses, best scored first."""
     steps = recognizer.token_steps(images)
     lp = float(getattr(recognizer.cfg, "length_penalty", 1.0))
     vocab = recognizer.labels.vocab
     out = []
     for i in range(steps.images):
         hyps = beam(steps.image(i, width), width, steps.max_len, steps.device, length_penalty=lp)
-        out.append([(s, vocab.decode(ids.tolist()), s * (len(ids) - 1) ** lp, len(ids) - 1)
+        out.append([Hyp(s, vocab.decode(ids.tolist()), s * (len(ids) - 1) ** lp, len(ids) - 1)
                     for s, ids in sorted(hyps, key=lambda h: -h[0])])
     return out
 
 
 def length_sweep(rows: list[dict], penalties: tuple[float, ...] = PENALTIES) -> dict:
     """For each alpha, each row's pick by log p / length ** alpha, repaired to parse as `train.eval`'s
-    decoders repair: exact matches and corpus BLEU-4 (both sides spaced into tokens)."""
+    decoders repair (model.decoding.finish_tokens): exact matches and corpus BLEU-4, both sides spaced
+    into tokens once."""
     refs = [spaced(r["ref"]) for r in rows]
     out = {}
     for alpha in penalties:
-        picks = [max(r["hyps"], key=lambda h: h[2] / h[3] ** alpha)[1] for r in rows]
-        picks = [t if is_valid(t) else delete_until_valid(t) for t in picks]
-        out[f"{alpha:g}"] = {"exact": sum(same(r["ref"], t) for r, t in zip(rows, picks)),
-                             "bleu4": round(100 * bleu4(refs, [spaced(t) for t in picks]), 2)}
+        picks = [max(r["hyps"], key=lambda h: h.logp / h.length ** alpha).text for r in rows]
+        picks = [spaced(t if is_valid(t) else delete_until_valid(t)) for t in picks]
+        out[f"{alpha:g}"] = {"exact": round(len(rows) * exact_match(refs, picks)),
+                             "bleu4": round(100 * bleu4(refs, picks), 2)}
     return out
 
 
@@ -134,11 +144,11 @@ def drawn(texts: list[str], fonts: list[str], size: tuple[int, int], margin: flo
 
 
 def tally(rows: list[dict]) -> dict:
-    """rows: {ref, hyps [(score, text)], image, canvases [[per font]] (optional)} -> exact-match counts."""
+    """rows: {ref, hyps [Hyp], image, canvases [[per font]] (optional)} -> exact-match counts."""
     out = {"n": len(rows), "top": 0, "oracle": 0, "valid_first": 0, "top_invalid": 0, "top_invalid_valid_alternative": 0}
     oks = []   # per row: which hypotheses are the reference
     for r in rows:
-        texts = [h[1] for h in r["hyps"]]
+        texts = [h.text for h in r["hyps"]]
         ok = [same(r["ref"], t) for t in texts]
         valid = [is_valid(t) for t in texts]
         out["top"] += ok[0]
@@ -157,7 +167,7 @@ def tally(rows: list[dict]) -> dict:
                         for image, canvases in blurred]
                 for lam in LAMBDAS:
                     cells[f"sigma {sigma:g}, {kind}, lambda {lam:g}"] = sum(
-                        ok[int(np.argmax([h[0] + lam * m for h, m in zip(r["hyps"], row)]))]
+                        ok[int(np.argmax([h.score + lam * m for h, m in zip(r["hyps"], row)]))]
                         for r, ok, row in zip(rows, oks, sims))
         out["render_compare"] = cells
         out["render_compare_best"] = max(cells.values())
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     render_s = 0.0
     if fonts:
         t0 = time.perf_counter()
-        texts = [h[1] for r in rows for h in r["hyps"]]
+        texts = [h.text for r in rows for h in r["hyps"]]
         canv = iter(drawn(texts, fonts, tuple(rec.render.size), rec.render.margin))
         for r in rows:
             r["canvases"] = [next(canv) for _ in r["hyps"]]

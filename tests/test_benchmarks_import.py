@@ -243,10 +243,10 @@ def test_beam_rerank_keeps_every_finished_hypothesis(smoke, micro_shards, capsys
     rec = tiny_model("ar", canvas=(32, 128)).eval()
     images = torch.rand(2, 1, 32, 128)
     hyps = mod.finished_hypotheses(rec, images, 3)
-    assert [h[0][1] for h in hyps] == rec.recognize(images, DecodeSpec("beam", beam=3, valid=False))
-    assert all(1 <= len(h) <= 3 and [x[0] for x in h] == sorted((x[0] for x in h), reverse=True) for h in hyps)
+    assert [h[0].text for h in hyps] == rec.recognize(images, DecodeSpec("beam", beam=3, valid=False))
+    assert all(1 <= len(h) <= 3 and [x.score for x in h] == sorted((x.score for x in h), reverse=True) for h in hyps)
     # each carries its log-probability and length: the score is their ratio (length_penalty 1)
-    assert all(abs(s - logp / n) < 1e-6 and n >= 1 for h in hyps for s, _, logp, n in h)
+    assert all(abs(x.score - x.logp / x.length) < 1e-6 and x.length >= 1 for h in hyps for x in h)
     assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--split", "train"]) == 2
     assert "no token beam search" in capsys.readouterr().err
     assert mod.main(["--ckpt", str(smoke[1] / "ckpt.pt"), "--data", str(micro_shards), "--fonts", "comic"]) == 2
@@ -269,16 +269,17 @@ def test_beam_rerank_counts_what_each_reranker_reaches():
     dot[4, 4] = 1
     spread = mod.blur(dot, 1.0)
     assert np.isclose(spread.sum(), 1.0) and np.allclose(spread, spread.T) and spread[4, 4] == spread.max()
-    rows = [{"ref": "x + 1", "hyps": [(-0.1, "x+2"), (-0.2, "x+1")], "image": a, "canvases": [[b], [a]]},
-            {"ref": "a", "hyps": [(-0.1, "{a"), (-0.3, "a")], "image": a, "canvases": [[None], [a]]}]
+    H = mod.Hyp
+    rows = [{"ref": "x + 1", "hyps": [H(-0.1, "x+2", -0.4, 4), H(-0.2, "x+1", -0.8, 4)], "image": a, "canvases": [[b], [a]]},
+            {"ref": "a", "hyps": [H(-0.1, "{a", -0.2, 2), H(-0.3, "a", -0.6, 2)], "image": a, "canvases": [[None], [a]]}]
     t = mod.tally(rows)
     assert (t["n"], t["top"], t["oracle"], t["valid_first"]) == (2, 0, 2, 1)
     assert (t["top_invalid"], t["top_invalid_valid_alternative"]) == (1, 1)
     assert t["render_compare"]["sigma 0, l1, lambda 1000"] == 2 == t["render_compare_best"]
     # the length penalty: raw log p (alpha 0) prefers the short right answer, the mean (alpha 1) the long
     # wrong one; "{a" is repaired to parse before it is scored, as train.eval repairs
-    rows = [{"ref": "x + y = 1", "hyps": [(-0.1, "x+y+y=1", -0.8, 8), (-0.12, "x+y=1", -0.72, 6)]},
-            {"ref": "a", "hyps": [(-0.1, "{a", -0.2, 2), (-0.3, "b", -0.6, 2)]}]
+    rows = [{"ref": "x + y = 1", "hyps": [H(-0.1, "x+y+y=1", -0.8, 8), H(-0.12, "x+y=1", -0.72, 6)]},
+            {"ref": "a", "hyps": [H(-0.1, "{a", -0.2, 2), H(-0.3, "b", -0.6, 2)]}]
     sweep = mod.length_sweep(rows, (0.0, 1.0))
     assert (sweep["0"]["exact"], sweep["1"]["exact"]) == (2, 1)
     assert sweep["0"]["bleu4"] > sweep["1"]["bleu4"]
