@@ -139,3 +139,39 @@ def pad_rows(rows: list[torch.Tensor], device: torch.device | str) -> torch.Tens
     for i, r in enumerate(rows):
         out[i, : len(r)] = r
     return out
+
+
+# --- right to left: the reversed reading a bidirectional decoder also learns ---------------------
+def reverse_ids(ids: torch.Tensor) -> torch.Tensor:
+    """BOS t1..tn EOS PAD... -> EOS tn..t1 BOS PAD... per row: the right-to-left reading."""
+    return reverse_like(ids, ids, EOS, BOS)
+
+
+def reverse_like(column: torch.Tensor, ids: torch.Tensor, first=None, last=None) -> torch.Tensor:
+    """`column` [B, L] aligned with `ids`, its label positions 1..n reversed in place; `first`/`last`,
+    when given, replace the values at position 0 and n + 1."""
+    n = (ids != PAD).sum(1, keepdim=True) - 2                      # label tokens per row
+    j = torch.arange(ids.shape[1], device=ids.device)[None]
+    inside = (j >= 1) & (j <= n)
+    out = column.gather(1, torch.where(inside, n + 1 - j, j))
+    if first is not None:
+        out[:, 0] = first
+        out = out.scatter(1, n + 1, torch.full_like(n, last))
+    return out
+
+
+def flip_r2l(h: torch.Tensor) -> torch.Tensor:
+    """A right-to-left hypothesis EOS tn..t1 BOS (or cut off without BOS) as BOS t1..tn EOS."""
+    body = h[1:-1] if h[-1] == BOS else h[1:]
+    return torch.cat([h.new_tensor([BOS]), body.flip(0), h.new_tensor([EOS])])
+
+
+def end_with_eos(cands: torch.Tensor) -> torch.Tensor:
+    """A hypothesis cut off by the length limit gets EOS in place of its last token, so both
+    directions can score it."""
+    n = (cands != PAD).sum(1)
+    last = cands.gather(1, (n - 1)[:, None])[:, 0]
+    fix = last != EOS
+    cands = cands.clone()
+    cands[fix, (n - 1)[fix]] = EOS
+    return cands

@@ -15,8 +15,8 @@ from model.checkpoint import save_checkpoint
 from model.posformer.densenet import DenseNetEncoder
 from model.posformer.recognizer import PosFormer, PosFormerConfig, structure_ids
 from model.posformer.decoder import StepState
-from model.posformer.search import BOS, EOS, PAD, beam_one, coverage_step, reverse_ids, reverse_like
-from model.search import greedy
+from model.posformer.search import BOS, EOS, PAD, beam_one, coverage_step
+from model.search import greedy, reverse_ids, reverse_like
 from model.recognizer import DecodeSpec
 from model.posformer.token_forest import IGNORE, is_structure_token, token_forest, token_paths
 from tokenizer import tokenize

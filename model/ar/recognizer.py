@@ -14,7 +14,7 @@ from tokenizer.label_spec import LabelSpec
 from ..encoder import ViTConfig, build_vit, vit_flops
 from ..layers import decoder_flops
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..search import TokenSteps, greedy, kv_rows, search_ids
+from ..search import TokenSteps, greedy, kv_rows, reverse_ids, search_ids
 from ..warm_start import encoder_from_file
 from .decoder import ARDecoder, ar_loss, cached_step, static_step, token_probs
 
@@ -26,6 +26,7 @@ class ARConfig(RecognizerConfig, ViTConfig):
     dec_depth: int = 5
     dec_heads: int = 8
     dec_pos_init: str = "random"          # decoder position table at init: "random" N(0, 0.02) | "sincos"
+    bidirectional: bool = False           # L2R + R2L training (CoMER), bidirectional beam reranking
 
 
 class ARRecognizer(Recognizer):
@@ -56,7 +57,10 @@ class ARRecognizer(Recognizer):
 
     def loss(self, images: torch.Tensor, batch: dict, generator: torch.Generator | None = None
              ) -> dict[str, torch.Tensor]:
-        return ar_loss(self.decoder, self.decoder.memory_kv(self.encoder(images)), batch["tokens"])
+        memory, ids = self.encoder(images), batch["tokens"]
+        if self.cfg.bidirectional:  # both directions in one batch of 2B: the same decoder reads EOS ... BOS
+            memory, ids = torch.cat([memory, memory]), torch.cat([ids, reverse_ids(ids)])
+        return ar_loss(self.decoder, self.decoder.memory_kv(memory), ids)
 
     def warm_start(self, log: Callable[[str], None] = print) -> None:
         if self.cfg.encoder_init:
@@ -67,7 +71,9 @@ class ARRecognizer(Recognizer):
         enc, n = vit_flops(cfg, self.render.size)
         dec, mem_kv = decoder_flops(cfg.max_len, cfg.dec_dim, cfg.dec_depth, n, cfg.enc_dim,
                                     len(self.labels.vocab.tokens))
-        return (enc + dec + mem_kv) * (3 if train else 1)
+        if not train:
+            return enc + dec + mem_kv
+        return 3 * (enc + (2 if cfg.bidirectional else 1) * (dec + mem_kv))
 
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:

@@ -37,11 +37,11 @@ from ..encoder import ViTConfig, build_vit, vit_flops
 from ..errors import RecognizerConfigError
 from ..layers import decoder_flops, sincos_1d
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
-from ..search import TokenSteps, kv_rows, search_ids
+from ..search import TokenSteps, kv_rows, reverse_ids, reverse_like, search_ids
 from ..warm_start import encoder_from_file
 from .decoder import CoverageDecoder, TokenDecoder
 from .densenet import DenseNetEncoder, densenet_flops
-from .search import PAD, bidirectional_search, coverage_step, reverse_ids, reverse_like, token_probs
+from .search import PAD, bidirectional_search, coverage_step, token_probs
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 
 CORRECTIONS = ("iac", "arm", "none")

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from tokenizer.vocab import TokenVocab
 
-from ..search import Hyp, Step, kv_rows, pad_rows, with_reorder
+from ..search import Hyp, Step, end_with_eos, flip_r2l, kv_rows, pad_rows, reverse_ids, with_reorder
 from ..search import beam as search_beam
 from .decoder import StepState, TokenDecoder
 
@@ -37,24 +37,6 @@ def beam_one(dec: TokenDecoder, kv, keep: torch.Tensor, max_len: int, beam: int,
     direction `start` ... `stop`: the finished hypotheses."""
     return search_beam(coverage_step(dec, kv, keep), beam, max_len, kv[0][0].device, start=start, stop=stop,
                        length_penalty=length_penalty)
-
-
-def reverse_ids(ids: torch.Tensor) -> torch.Tensor:
-    """BOS t1..tn EOS PAD... -> EOS tn..t1 BOS PAD... per row: the right-to-left reading."""
-    return reverse_like(ids, ids, EOS, BOS)
-
-
-def reverse_like(column: torch.Tensor, ids: torch.Tensor, first=None, last=None) -> torch.Tensor:
-    """`column` [B, L] aligned with `ids`, its label positions 1..n reversed in place; `first`/`last`,
-    when given, replace the values at position 0 and n + 1."""
-    n = (ids != PAD).sum(1, keepdim=True) - 2                      # label tokens per row
-    j = torch.arange(ids.shape[1], device=ids.device)[None]
-    inside = (j >= 1) & (j <= n)
-    out = column.gather(1, torch.where(inside, n + 1 - j, j))
-    if first is not None:
-        out[:, 0] = first
-        out = out.scatter(1, n + 1, torch.full_like(n, last))
-    return out
 
 
 @torch.no_grad()
@@ -84,27 +66,10 @@ def bidirectional_search(dec: TokenDecoder, mem_kv, keep: torch.Tensor, max_len:
         kv = kv_rows(mem_kv, i, beam)
         l2r = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, BOS, EOS)]
         r2l = [h[1] for h in beam_one(dec, kv, keep, max_len, beam, length_penalty, EOS, BOS)]
-        cands = pad_rows(l2r + [_flip(h) for h in r2l], kv[0][0].device)
-        cands = _end_with_eos(cands)
+        cands = pad_rows(l2r + [flip_r2l(h) for h in r2l], kv[0][0].device)
+        cands = end_with_eos(cands)
         one = kv_rows(mem_kv, i, cands.shape[0])
         both = sequence_logp(dec, one, cands, keep) + sequence_logp(dec, one, reverse_ids(cands), keep)
         steps = (cands != PAD).sum(1) - 1
         best.append(cands[int((both / (2 * steps.float() ** length_penalty)).argmax())])
     return pad_rows(best, mem_kv[0][0].device)
-
-
-def _flip(h: torch.Tensor) -> torch.Tensor:
-    """A right-to-left hypothesis EOS tn..t1 BOS (or cut off without BOS) as BOS t1..tn EOS."""
-    body = h[1:-1] if h[-1] == BOS else h[1:]
-    return torch.cat([h.new_tensor([BOS]), body.flip(0), h.new_tensor([EOS])])
-
-
-def _end_with_eos(cands: torch.Tensor) -> torch.Tensor:
-    """A hypothesis cut off by the length limit gets EOS in place of its last token, so both
-    directions can score it."""
-    n = (cands != PAD).sum(1)
-    last = cands.gather(1, (n - 1)[:, None])[:, 0]
-    fix = last != EOS
-    cands = cands.clone()
-    cands[fix, (n - 1)[fix]] = EOS
-    return cands
