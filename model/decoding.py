@@ -25,11 +25,12 @@ class DecodeSpec:
     beam: int = 1
     seed: int = 0
     valid: bool = True        # repair outputs that do not parse (model/repair.py)
+    bidirectional: bool = True  # a beam reranked by a bidirectional reader's right-to-left reading, where it has one
 
     @property
     def name(self) -> str:
         if self.sampler in ("greedy", "beam"):  # every token recognizer's: the decoder, not whose it is
-            return "greedy" if self.beam <= 1 else f"beam{self.beam}"
+            return "greedy" if self.beam <= 1 else f"beam{self.beam}" + ("" if self.bidirectional else "-l2r")
         return f"{self.sampler}-T{self.T}"
 
 

@@ -40,6 +40,19 @@ def mean_step(steps: list[Step]) -> Step:
     return with_reorder(step, reorder)
 
 
+def mean_steps(parts: list[TokenSteps]) -> TokenSteps:
+    """The members' hooks as one: steps and teacher-forced scores averaged in log-probability; right to
+    left only over the members that learned it (a one-way member's reversed reading is noise), and not
+    at all when none did."""
+    def forced(i: int, ids: torch.Tensor) -> torch.Tensor:
+        return torch.stack([p.forced(i, ids).float() for p in parts]).mean(0)  # type: ignore[misc]
+    both = [p.r2l for p in parts if p.r2l is not None]
+    return TokenSteps(parts[0].images, lambda: mean_step([p.rows() for p in parts]),
+                      lambda i, width: mean_step([p.image(i, width) for p in parts]), min(p.max_len for p in parts),
+                      parts[0].device, forced if all(p.forced is not None for p in parts) else None,
+                      mean_steps(both) if both else None)
+
+
 class MemberEnsemble(Recognizer):
     """What every ensemble of checkpoints shares: members that can join (model.ensemble_spec.check_members)
     and have the step hook the subclass averages (`hook`), a default sampler of its own, the shortest
@@ -88,14 +101,12 @@ class EnsembleRecognizer(MemberEnsemble):
         self.default_beam = default_beam
 
     def token_steps(self, images: torch.Tensor) -> TokenSteps:
-        parts = [m.token_steps(images) for m in self.members]
-        return TokenSteps(images.shape[0], lambda: mean_step([p.rows() for p in parts]),
-                          lambda i, width: mean_step([p.image(i, width) for p in parts]), self.cfg.max_len,
-                          images.device)
+        return mean_steps([m.token_steps(images) for m in self.members])
 
     @torch.no_grad()
     def decode_ids(self, images: torch.Tensor, spec: DecodeSpec, history: list | None = None) -> torch.Tensor:
-        return search_ids(self.token_steps(images), spec.beam if spec.sampler == "beam" else 1)
+        return search_ids(self.token_steps(images), spec.beam if spec.sampler == "beam" else 1,
+                          bidirectional=spec.bidirectional)
 
     @torch.no_grad()
     def decode_scored(self, images: torch.Tensor, spec: DecodeSpec,
@@ -103,5 +114,5 @@ class EnsembleRecognizer(MemberEnsemble):
         """The decoded ids and each token's probability under the averaged distribution, read by
         replaying the ids through fresh steps (the encoders run once)."""
         steps = self.token_steps(images)
-        ids = search_ids(steps, spec.beam if spec.sampler == "beam" else 1)
+        ids = search_ids(steps, spec.beam if spec.sampler == "beam" else 1, bidirectional=spec.bidirectional)
         return ids, replay_probs(steps.rows(), ids)

@@ -16,7 +16,44 @@ from .onnx_runtime import ExportedRecognizer, decode_sat, decode_tokens
 from .onnx_samplers import log_softmax, no_mask
 
 
-class ExportedEnsemble:
+class TokenHooks:
+    """decode_tokens' hook over several exported token recognizers: each member's, over a list of their
+    memories / a tuple of their states, their log-probabilities averaged at every step."""
+
+    def __init__(self, members: list[ExportedRecognizer]):
+        self.members = members
+
+    def memory(self, images: np.ndarray) -> list[dict[str, np.ndarray]]:
+        return [m.memory(images) for m in self.members]
+
+    def initial_state(self, mem: list) -> tuple:
+        return tuple(m.initial_state(x) for m, x in zip(self.members, mem))
+
+    def image_rows(self, mem: list, i: int, width: int) -> list:
+        return [m.image_rows(x, i, width) for m, x in zip(self.members, mem)]
+
+    def reorder(self, state: tuple, src: np.ndarray) -> tuple:
+        return tuple(m.reorder(s, src) for m, s in zip(self.members, state))
+
+    def right_to_left(self, mem: list):
+        """(the members that read right to left as one ensemble, their memories), or None: a reranking
+        reads backwards only with the bidirectional members (model/ensemble.py's rule)."""
+        both = [j for j, (m, x) in enumerate(zip(self.members, mem)) if m.right_to_left(x) is not None]
+        if not both:
+            return None
+        return TokenHooks([self.members[j] for j in both]), [mem[j] for j in both]
+
+    def token_step(self, mem: list):
+        steps = [m.token_step(x) for m, x in zip(self.members, mem)]
+
+        def step(token: np.ndarray, position: np.ndarray, state: tuple):
+            outs = [s(token, position, st) for s, st in zip(steps, state)]
+            logp = np.mean([log_softmax(o[0].astype(np.float32)) for o in outs], axis=0)
+            return logp, tuple(o[1] for o in outs)
+        return step
+
+
+class ExportedEnsemble(TokenHooks):
     """The seam's decoding half over several ExportedRecognizers, as EnsembleRecognizer (token
     recognizers) or SATEnsemble (GryphOne) over checkpoints."""
 
@@ -24,7 +61,7 @@ class ExportedEnsemble:
 
     def __init__(self, members: list[ExportedRecognizer], spec: EnsembleSpec, names: list[str]):
         check_members(members, names)
-        self.members = members
+        super().__init__(members)
         self.title = ensemble_title([m.kind for m in members])
         self.render, self.labels = members[0].render, members[0].labels
         self.label_kind = members[0].label_kind
@@ -59,19 +96,6 @@ class ExportedEnsemble:
             return decode_sat(self, self.memory(images), images.shape[0], spec, stats, confidences)
         return decode_tokens(self, self.memory(images), images.shape[0], spec, stats, confidences)
 
-    # decode_tokens' hook: each member's, over a list of their memories / a tuple of their states
-    def memory(self, images: np.ndarray) -> list[dict[str, np.ndarray]]:
-        return [m.memory(images) for m in self.members]
-
-    def initial_state(self, mem: list) -> tuple:
-        return tuple(m.initial_state(x) for m, x in zip(self.members, mem))
-
-    def image_rows(self, mem: list, i: int, width: int) -> list:
-        return [m.image_rows(x, i, width) for m, x in zip(self.members, mem)]
-
-    def reorder(self, state: tuple, src: np.ndarray) -> tuple:
-        return tuple(m.reorder(s, src) for m, s in zip(self.members, state))
-
     def sat_step(self, mem: list):
         steps = [m.sat_step(x) for m, x in zip(self.members, mem)]
 
@@ -79,16 +103,6 @@ class ExportedEnsemble:
             outs = [s(sym, mod) for s in steps]
             return tuple(np.mean([log_softmax(no_mask(o[k])) for o in outs], axis=0) for k in (0, 1))
         return step
-
-    def token_step(self, mem: list):
-        steps = [m.token_step(x) for m, x in zip(self.members, mem)]
-
-        def step(token: np.ndarray, position: np.ndarray, state: tuple):
-            outs = [s(token, position, st) for s, st in zip(steps, state)]
-            logp = np.mean([log_softmax(o[0].astype(np.float32)) for o in outs], axis=0)
-            return logp, tuple(o[1] for o in outs)
-        return step
-
 
 def read_any_export(folder, device: str = "cpu", precision: str | None = None, threads: int = 0):
     """model.onnx_runtime.read_export for a train.export_onnx folder of either sort: one model's, or an

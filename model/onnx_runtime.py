@@ -22,7 +22,7 @@ from tokenizer.label_spec import LabelSpec, LabelSpecError
 
 from .decoding import DecodeSpec, check_decode_spec, finish_sat, finish_tokens
 from .errors import CheckpointError
-from .onnx_samplers import beam, greedy, log_softmax, mask_predict, no_mask, remask
+from .onnx_samplers import beam, bidirectional_beam, greedy, log_softmax, mask_predict, no_mask, remask
 from .spec_files import read_spec_json
 
 EXPORT_FORMAT = "gryphone-onnx-1"
@@ -103,6 +103,11 @@ class ExportedRecognizer:
     def reorder(self, state: tuple, src: np.ndarray) -> tuple:
         return tuple(rows_of(x, src, self.graph) for x in state)
 
+    def right_to_left(self, mem: dict[str, np.ndarray]):
+        """(the hook that reads right to left, its memory): a bidirectional reader's own graphs, started
+        at EOS; None for a reader that learned one direction."""
+        return (self, mem) if getattr(self.cfg, "bidirectional", False) else None
+
     def token_step(self, mem: dict[str, np.ndarray]):
         """One token step of the decoder graph over the rows of `mem` (the encoder's outputs)."""
         names = STEP_STATE[self.graph]
@@ -140,13 +145,27 @@ def decode_tokens(rec, mem, images: int, spec: DecodeSpec, stats: Counter | None
     if width <= 1:
         ids, probs = greedy(rec.token_step(mem), images, rec.cfg.max_len, rec.initial_state(mem))
         return finish_tokens(rec.labels.vocab, ids.tolist(), probs.tolist(), spec, stats, confidences)
+    back = rec.right_to_left(mem) if spec.bidirectional else None
     rows, row_probs = [], []
     for i in range(images):
-        one = rec.image_rows(mem, i, width)
-        hyps = beam(rec.token_step(one), width, rec.cfg.max_len, rec.initial_state(one), rec.reorder, length_penalty)
-        _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
+        if back is not None:  # model.search.search_ids' rule: rerank both directions' candidates
+            _, ids, probs = bidirectional_beam(image_reader(rec, mem, i), image_reader(*back, i), width,
+                                               rec.cfg.max_len, length_penalty)
+        else:
+            one = rec.image_rows(mem, i, width)
+            hyps = beam(rec.token_step(one), width, rec.cfg.max_len, rec.initial_state(one), rec.reorder,
+                        length_penalty)
+            _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
         rows.append(ids), row_probs.append(probs)
     return finish_tokens(rec.labels.vocab, rows, row_probs, spec, stats, confidences)
+
+
+def image_reader(rec, mem, i: int):
+    """onnx_samplers' Reader for image i of a token hook: rows -> (step, start state, reorder)."""
+    def reader(rows: int):
+        one = rec.image_rows(mem, i, rows)
+        return rec.token_step(one), rec.initial_state(one), rec.reorder
+    return reader
 
 
 def rows_of(x: np.ndarray, rows, graph: str) -> np.ndarray:

@@ -21,6 +21,7 @@ from tokenizer.vocab import SATVocab, TokenVocab
 from .sampler_noise import remask_noise
 
 PAD, MASK = SATVocab.PAD, SATVocab.MASK
+assert PAD == TokenVocab.PAD  # both label kinds pad with 0
 BOS, EOS = TokenVocab.BOS, TokenVocab.EOS
 
 SATStep = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -121,12 +122,12 @@ def greedy(step: StateStep, batch: int, max_len: int, state: tuple[np.ndarray, .
 
 
 def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...], reorder: Reorder,
-         length_penalty: float = 1.0) -> list[BeamHyp]:
+         length_penalty: float = 1.0, start: int = BOS, stop: int = EOS) -> list[BeamHyp]:
     """model.search.beam over one image's `width` rows, step for step (the same 2 x width candidates,
     the same stopping rule, scores in float32 as there): the finished hypotheses in the order they
     ended, each with the probability its tokens had when chosen (what the PyTorch path reads back in
     one teacher-forced pass). The best is `max(hyps, key=score)`, as model.search.best."""
-    seqs = np.full((width, 1), BOS, dtype=np.int64)
+    seqs = np.full((width, 1), start, dtype=np.int64)
     probs = np.zeros((width, 0), dtype=np.float32)
     scores = np.zeros(width, dtype=np.float32)
     scores[1:] = -np.inf  # all rows start identical: expand the first only
@@ -143,10 +144,10 @@ def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...
             if s == -np.inf or len(src) == width:
                 break
             row, t = divmod(j, vocab)
-            if t != EOS:
+            if t != stop:
                 src.append(row), tok.append(t), score.append(s)
             elif rank < width:
-                finished.append((s / (pos + 1) ** length_penalty, [*seqs[row].tolist(), EOS],
+                finished.append((s / (pos + 1) ** length_penalty, [*seqs[row].tolist(), stop],
                                  [*probs[row].tolist(), float(np.exp(logp[row, t]))]))
         if len(finished) >= width or not src:
             break
@@ -163,3 +164,54 @@ def beam(step: StateStep, width: int, max_len: int, state: tuple[np.ndarray, ...
         finished.append((float(scores[b]) / (seqs.shape[1] - 1) ** length_penalty, seqs[b].tolist(),
                          probs[b].tolist()))
     return finished
+
+
+# (step, its start state, reorder) over `rows` rows of one image, in one reading direction
+Reader = Callable[[int], tuple[StateStep, tuple, Reorder]]
+
+
+def bidirectional_beam(forward: Reader, backward: Reader, width: int, max_len: int,
+                       length_penalty: float = 1.0) -> BeamHyp:
+    """model.search.bidirectional_best in NumPy: a beam each way, every distinct candidate read again
+    both ways, the best mean length-normalized log p; returned with its tokens' left-to-right
+    probabilities (what the confidence is read from)."""
+    step, state, reorder = forward(width)
+    ahead = beam(step, width, max_len, state, reorder, length_penalty)
+    step, state, reorder = backward(width)
+    back = beam(step, width, max_len, state, reorder, length_penalty, start=EOS, stop=BOS)
+    cands, seen = [], set()
+    for ids in [h[1] for h in ahead] + [_flip(h[1]) for h in back]:
+        if ids[-1] != EOS:          # cut off by the length limit: EOS in place of its last token
+            ids = [*ids[:-1], EOS]
+        if tuple(ids) not in seen:
+            seen.add(tuple(ids)), cands.append(ids)
+    rows = np.full((len(cands), max(map(len, cands))), PAD, dtype=np.int64)
+    for j, ids in enumerate(cands):
+        rows[j, : len(ids)] = ids
+    reversed_rows = np.full_like(rows, PAD)
+    for j, ids in enumerate(cands):
+        reversed_rows[j, : len(ids)] = [EOS, *ids[-2:0:-1], BOS]
+    fwd = token_logp(*forward(len(cands))[:2], rows)
+    both = fwd.sum(1) + token_logp(*backward(len(cands))[:2], reversed_rows).sum(1)
+    lengths = np.array([len(ids) - 1 for ids in cands], dtype=np.float32)
+    scores = both / (2 * lengths ** np.float32(length_penalty))
+    j = int(np.argmax(scores))
+    return float(scores[j]), cands[j], np.exp(fwd[j, : len(cands[j]) - 1]).tolist()
+
+
+def token_logp(step: StateStep, state: tuple, ids: np.ndarray) -> np.ndarray:
+    """log p of ids[:, j + 1] given ids[:, :j + 1] [N, L - 1] (0 where PAD), fed through the step one
+    position at a time (model.search.sequence_logp's teacher forcing)."""
+    out = np.zeros((ids.shape[0], ids.shape[1] - 1), dtype=np.float32)
+    for pos in range(ids.shape[1] - 1):
+        logits, state = step(ids[:, pos: pos + 1], np.array([pos], dtype=np.int64), state)
+        nxt = ids[:, pos + 1]
+        out[:, pos] = np.where(nxt == PAD, 0.0, np.take_along_axis(log_softmax(logits.astype(np.float32)),
+                                                                    nxt[:, None], 1)[:, 0])
+    return out
+
+
+def _flip(ids: list[int]) -> list[int]:
+    """model.search.flip_r2l: EOS tn..t1 BOS (or cut off without BOS) as BOS t1..tn EOS."""
+    body = ids[1:-1] if ids[-1] == BOS else ids[1:]
+    return [BOS, *body[::-1], EOS]

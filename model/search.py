@@ -35,20 +35,77 @@ class TokenSteps:
     """A token recognizer's decoding hook over one batch of encoded images (`Recognizer.token_steps`):
     `rows()` is a step over every image, one row each (greedy); `image(i, width)` is image i's step over
     `width` rows with `reorder` attached (beam). The encoder has run once when this is made, so a
-    caller that combines several recognizers' steps (model/ensemble.py) pays for each encoder once."""
+    caller that combines several recognizers' steps (model/ensemble.py) pays for each encoder once.
+    `forced(i, ids)`, where a decoder has it, is image i's log p of each next token of `ids` [N, L] in one
+    teacher-forced pass ([N, L - 1]; what `sequence_logp` otherwise reads step by step). `r2l` is the
+    same reading right to left (EOS ... BOS), for a bidirectional reader."""
     images: int
     rows: Callable[[], Step]
     image: Callable[[int, int], Step]
     max_len: int
     device: torch.device | str
+    forced: Callable[[int, torch.Tensor], torch.Tensor] | None = None
+    r2l: TokenSteps | None = None
 
 
-def search_ids(steps: TokenSteps, beam_width: int = 1, length_penalty: float = 1.0) -> torch.Tensor:
-    """Greedy (width 1) or beam search over a TokenSteps: ids [B, <=max_len] (BOS ... EOS PAD)."""
+def search_ids(steps: TokenSteps, beam_width: int = 1, length_penalty: float = 1.0,
+               bidirectional: bool = True) -> torch.Tensor:
+    """Greedy (width 1) or beam search over a TokenSteps: ids [B, <=max_len] (BOS ... EOS PAD). A beam
+    over steps that can also read right to left (`steps.r2l`) reranks both directions' candidates
+    (`bidirectional_best`) unless `bidirectional` is False."""
     if beam_width <= 1:
         return greedy(steps.rows(), steps.images, steps.max_len, steps.device)
+    if bidirectional and steps.r2l is not None:
+        return pad_rows([bidirectional_best(steps, i, beam_width, length_penalty) for i in range(steps.images)],
+                        steps.device)
     return beam_per_image(steps.images, lambda i: steps.image(i, beam_width), beam_width, steps.max_len,
                           steps.device, length_penalty)
+
+
+@torch.no_grad()
+def bidirectional_best(steps: TokenSteps, i: int, width: int, length_penalty: float = 1.0) -> torch.Tensor:
+    """CoMER's approximate joint search for image i: a beam left to right (BOS ... EOS) and one right to
+    left (EOS ... BOS, `steps.r2l`), then every candidate is read again in both directions and the best
+    mean length-normalized log p wins. Why: a left-to-right beam commits to its prefix; the reversed
+    reading judges each candidate's end as firmly as its start, and its own beam adds candidates the
+    first one pruned."""
+    back = steps.r2l
+    assert back is not None
+    l2r = [h[1] for h in beam(steps.image(i, width), width, steps.max_len, steps.device,
+                              length_penalty=length_penalty)]
+    r2l = [flip_r2l(h[1]) for h in beam(back.image(i, width), width, steps.max_len, steps.device, start=EOS,
+                                         stop=BOS, length_penalty=length_penalty)]
+    cands = unique_rows(end_with_eos(pad_rows(l2r + r2l, steps.device)))
+    both = sequence_logp(steps, i, cands) + sequence_logp(back, i, reverse_ids(cands))
+    lengths = ((cands != PAD).sum(1) - 1).float()
+    return cands[int((both / (2 * lengths ** length_penalty)).argmax())]
+
+
+@torch.no_grad()
+def sequence_logp(steps: TokenSteps, i: int, ids: torch.Tensor) -> torch.Tensor:
+    """Image i's sum of log p of ids[:, 1:] (PAD ignored) [N]: one teacher-forced pass where the decoder
+    has one (`steps.forced`), else `ids` fed through a fresh step one position at a time."""
+    return token_logp(steps, i, ids).masked_fill(ids[:, 1:] == PAD, 0.0).sum(1)
+
+
+@torch.no_grad()
+def token_logp(steps: TokenSteps, i: int, ids: torch.Tensor) -> torch.Tensor:
+    """log p of ids[:, j + 1] given ids[:, :j + 1] [N, L - 1] for image i (see `sequence_logp`)."""
+    if steps.forced is not None:
+        return steps.forced(i, ids).float()
+    step, out = steps.image(i, ids.shape[0]), []
+    for pos in range(ids.shape[1] - 1):
+        out.append(step(ids[:, pos], pos).float().log_softmax(-1).gather(-1, ids[:, pos + 1, None])[:, 0])
+    return torch.stack(out, 1) if out else ids.new_zeros((ids.shape[0], 0), dtype=torch.float)
+
+
+def unique_rows(rows: torch.Tensor) -> torch.Tensor:
+    """`rows` without repeats, the first of each kept in order (both beams often find the same answer)."""
+    seen, keep = set(), []
+    for j, r in enumerate(rows.tolist()):
+        if tuple(r) not in seen:
+            seen.add(tuple(r)), keep.append(j)
+    return rows[keep]
 
 
 def replay_probs(step: Step, ids: torch.Tensor) -> torch.Tensor:

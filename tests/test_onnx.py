@@ -37,6 +37,7 @@ def runs(micro_data, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("onnx")
     return {"diffusion": _train(micro_data, root / "gryphone", "max_steps=150"),
             "ar": _train(micro_data, root / "ar", "max_steps=150", "model.kind=ar"),
+            "ar-bidi": _train(micro_data, root / "ar-bidi", "max_steps=150", "model.kind=ar", "model.bidirectional=true"),
             "posformer": _train(micro_data, root / "posformer", "max_steps=150", "model.kind=posformer",
                                 "model.encoder=vit"),
             "hvt": _train(micro_data, root / "hvt", "max_steps=150", "model.kind=hvt")}
@@ -56,6 +57,8 @@ def _images(loaded, data: Path) -> torch.Tensor:
                    DecodeSpec("remask", T=10, valid=False)]),
     ("ar", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False), DecodeSpec("beam", beam=3),
             DecodeSpec("beam", beam=5, valid=False)]),
+    ("ar-bidi", [DecodeSpec("beam", beam=3), DecodeSpec("beam", beam=4, valid=False),
+                 DecodeSpec("beam", beam=3, bidirectional=False)]),
     ("posformer", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False)]),
     ("hvt", [DecodeSpec("greedy"), DecodeSpec("greedy", valid=False), DecodeSpec("beam", beam=3)]),
 ])
@@ -100,6 +103,14 @@ def test_cli_export_then_eval_and_predict_take_the_folder(runs, micro_data, tmp_
     capsys.readouterr()
     assert predict.main(["--ckpt", str(tmp_path / "onnx"), str(png)]) == 0
     assert capsys.readouterr().out.startswith(f"{png}\t")
+
+
+def test_eval_scores_the_reranked_beam_beside_the_left_to_right_one(runs, micro_data, tmp_path):  # noqa: F811
+    """--l2r-beam: a bidirectional reader's beam with and without its right-to-left reranking, one run."""
+    assert eval_cli.main(["--ckpt", str(runs["ar-bidi"]), "--data", str(micro_data), "--splits", "train",
+                          "--beams", "1,3", "--l2r-beam", "--json", str(tmp_path / "e.json")]) == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert set(report["results"]["train"]["metrics"]) == {"greedy", "beam3", "beam3-l2r"}
 
 
 @pytest.mark.parametrize("kind", ["posformer", "hvt"])

@@ -15,8 +15,8 @@ from model.checkpoint import save_checkpoint
 from model.posformer.densenet import DenseNetEncoder
 from model.posformer.recognizer import PosFormer, PosFormerConfig, structure_ids
 from model.posformer.decoder import StepState
-from model.posformer.search import BOS, EOS, PAD, beam_one, coverage_step
-from model.search import greedy, reverse_ids, reverse_like
+from model.posformer.search import BOS, EOS, PAD, coverage_step
+from model.search import beam, greedy, reverse_ids, reverse_like
 from model.recognizer import DecodeSpec
 from model.posformer.token_forest import IGNORE, is_structure_token, token_forest, token_paths
 from tokenizer import tokenize
@@ -234,7 +234,7 @@ def test_beam_width_one_is_greedy(trained):
         g = greedy(coverage_step(m.decoder, kv, m.keep), images.shape[0], 16, "cpu")
         for i in range(images.shape[0]):
             one = [(k[i: i + 1], v[i: i + 1]) for k, v in kv]
-            (_, seq), = beam_one(m.decoder, one, m.keep, 16, beam=1)
+            (_, seq), = beam(coverage_step(m.decoder, one, m.keep), 1, 16, "cpu")
             assert seq.tolist() == [t for t in g[i].tolist() if t != PAD]
 
 

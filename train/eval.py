@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -192,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="sampler seeds for the random re-mask decoder (default: 3)")
     ap.add_argument("--beams", default=[1], type=lambda t: _positive_ints(t, "--beams"),
                     help="autoregressive recognizers: beam widths (1 = greedy)")
+    ap.add_argument("--l2r-beam", action="store_true",
+                    help="also score each beam > 1 left to right only (beamN-l2r): a bidirectional reader's "
+                         "reranking off, to measure what it gives")
     ap.add_argument("--limit", type=int, default=0, help="score only the first N samples of each split")
     ap.add_argument("--batch-size", type=lambda t: _positive_ints(t, "--batch-size")[0], default=32)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
@@ -227,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         for split in splits:
             plain_name(split)  # `../x` would read a split outside --data
         specs = default_specs(rec, args.T, samplers, args.seeds, args.beams, valid=not args.no_repair)
+        if args.l2r_beam:
+            specs += [replace(s, bidirectional=False) for s in specs if s.sampler == "beam" and s.beam > 1]
         results = evaluate_splits(rec, Path(args.data), splits, specs, args.batch_size, args.limit, args.markup or "")
     except (CheckpointError, ShardError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -91,8 +91,14 @@ def static_step(decoder: ARDecoder, mem_kv) -> Step:
 
 
 @torch.no_grad()
+def token_logp(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
+    """log p(ids[:, j + 1] | image, ids[:, :j + 1]) [B, L - 1] in one teacher-forced pass (either reading
+    direction: the first token says which)."""
+    logits = decoder(ids[:, :-1], mem_kv)
+    return logits.float().log_softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
+
+
 def token_probs(decoder: ARDecoder, mem_kv, ids: torch.Tensor) -> torch.Tensor:
     """p(ids[:, j + 1] | image, ids[:, :j + 1]) [B, L - 1] in one teacher-forced pass: what a decoded
     sequence's confidence is read from, for greedy and beam outputs alike."""
-    logits = decoder(ids[:, :-1], mem_kv)
-    return logits.float().softmax(-1).gather(-1, ids[:, 1:, None])[..., 0]
+    return token_logp(decoder, mem_kv, ids).exp()

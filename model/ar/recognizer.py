@@ -3,7 +3,7 @@ LaTeX tokens, so "diffusion vs autoregressive" compares decoders alone. Also the
 two-stage GryphOne run (train/pretrain.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -16,7 +16,7 @@ from ..layers import decoder_flops
 from ..recognizer import DecodeSpec, Recognizer, RecognizerConfig
 from ..search import TokenSteps, greedy, kv_rows, reverse_ids, search_ids
 from ..warm_start import encoder_from_file
-from .decoder import ARDecoder, ar_loss, cached_step, static_step, token_probs
+from .decoder import ARDecoder, ar_loss, cached_step, static_step, token_logp, token_probs
 
 
 @dataclass
@@ -89,8 +89,14 @@ class ARRecognizer(Recognizer):
 
     def _steps(self, mem_kv, images: torch.Tensor) -> TokenSteps:
         dec = self.decoder
-        return TokenSteps(images.shape[0], lambda: cached_step(dec, mem_kv),
-                          lambda i, width: cached_step(dec, kv_rows(mem_kv, i, width)), self.cfg.max_len, images.device)
+
+        def forced(i: int, ids: torch.Tensor) -> torch.Tensor:
+            return token_logp(dec, kv_rows(mem_kv, i, ids.shape[0]), ids)
+        steps = TokenSteps(images.shape[0], lambda: cached_step(dec, mem_kv),
+                           lambda i, width: cached_step(dec, kv_rows(mem_kv, i, width)), self.cfg.max_len,
+                           images.device, forced)
+        # one decoder reads both ways: right to left is the same step started at EOS
+        return replace(steps, r2l=steps) if self.cfg.bidirectional else steps
 
     def _decode(self, images: torch.Tensor, spec: DecodeSpec, scored: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         mem_kv = self.decoder.memory_kv(self.encoder(images))
@@ -98,5 +104,5 @@ class ARRecognizer(Recognizer):
         if beam <= 1 and self.static_decoding:
             ids = greedy(static_step(self.decoder, mem_kv), images.shape[0], self.cfg.max_len, images.device)
         else:
-            ids = search_ids(self._steps(mem_kv, images), beam)
+            ids = search_ids(self._steps(mem_kv, images), beam, bidirectional=spec.bidirectional)
         return ids, token_probs(self.decoder, mem_kv, ids) if scored else None

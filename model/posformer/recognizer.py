@@ -20,7 +20,7 @@ forest recognition, with implicit attention correction (IAC) in the decoder.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -41,7 +41,7 @@ from ..search import TokenSteps, kv_rows, reverse_ids, reverse_like, search_ids
 from ..warm_start import encoder_from_file
 from .decoder import CoverageDecoder, TokenDecoder
 from .densenet import DenseNetEncoder, densenet_flops
-from .search import PAD, bidirectional_search, coverage_step, token_probs
+from .search import PAD, coverage_step, token_logp, token_probs
 from .token_forest import IGNORE, RELATIONS, is_structure_token, path_code, token_forest, token_paths
 
 CORRECTIONS = ("iac", "arm", "none")
@@ -243,21 +243,23 @@ class PosFormer(Recognizer):
         return ids, token_probs(self.decoder, kv, ids, self.keep)
 
     def token_steps(self, images: torch.Tensor) -> TokenSteps:
-        """Left to right (a bidirectional model's right-to-left reading and rescoring stay in its own
-        beam search)."""
         return self._steps(self.decoder.stack.memory_kv(self.encode(images)))
 
     def _steps(self, kv) -> TokenSteps:
         dec, keep = self.decoder, self.keep
-        return TokenSteps(kv[0][0].shape[0], lambda: coverage_step(dec, kv, keep),
-                          lambda i, width: coverage_step(dec, kv_rows(kv, i, width), keep), self.cfg.max_len,
-                          kv[0][0].device)
+
+        def forced(i: int, ids: torch.Tensor) -> torch.Tensor:
+            return token_logp(dec, kv_rows(kv, i, ids.shape[0]), ids, keep)
+        steps = TokenSteps(kv[0][0].shape[0], lambda: coverage_step(dec, kv, keep),
+                           lambda i, width: coverage_step(dec, kv_rows(kv, i, width), keep), self.cfg.max_len,
+                           kv[0][0].device, forced)
+        # one decoder reads both ways: right to left is the same step started at EOS
+        return replace(steps, r2l=steps) if self.cfg.bidirectional else steps
 
     def _decode(self, kv, spec: DecodeSpec) -> torch.Tensor:
+        """Greedy, or a beam (reranked both ways by a bidirectional model: model.search.bidirectional_best)."""
         beam = spec.beam if spec.sampler == "beam" else 1
-        if beam > 1 and self.cfg.bidirectional:
-            return bidirectional_search(self.decoder, kv, self.keep, self.cfg.max_len, beam, self.cfg.length_penalty)
-        return search_ids(self._steps(kv), beam, self.cfg.length_penalty)
+        return search_ids(self._steps(kv), beam, self.cfg.length_penalty, spec.bidirectional)
 
 
 def _check(cfg: PosFormerConfig) -> None:
