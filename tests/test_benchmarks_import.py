@@ -285,3 +285,23 @@ def test_beam_rerank_counts_what_each_reranker_reaches():
     assert sweep["0"]["bleu4"] > sweep["1"]["bleu4"]
     canvas, = mod.drawn(["x+1"], ["engine"], (32, 128), 4.0)[0]
     assert canvas.shape == (32, 128) and canvas.max() > 0.5
+
+
+def test_bidi_sweep_picks_by_each_weight_of_the_reversed_reading(capsys):
+    """Weight 0 over the left-to-right candidates is the plain beam; the reversed reading can overrule
+    it; the right-to-left beam's own candidates count only in the 'both' set; the candidates come from
+    the recognizer's own hooks, and a one-way reader is refused with exit 2."""
+    from builders import tiny_model
+    mod = load_script("bidi_sweep")
+    C = lambda text, l2r, fwd, bwd, n: {"text": text, "l2r": l2r, "fwd": fwd, "bwd": bwd, "length": n}  # noqa: E731
+    rows = [{"ref": "x + 1", "cands": [C("x+2", True, -0.4, -4.0, 4), C("x+1", True, -0.8, -0.8, 4)]},
+            {"ref": "a", "cands": [C("b", True, -0.2, -0.4, 2), C("a", False, -0.3, -0.05, 2)]}]
+    t = mod.sweep(rows, (0.0, 1.0))
+    assert (t["l2r"]["oracle"], t["both"]["oracle"]) == (1, 2)
+    assert (t["l2r"]["0"]["exact"], t["l2r"]["1"]["exact"], t["both"]["1"]["exact"]) == (0, 1, 2)
+    torch.manual_seed(0)
+    rec = tiny_model("ar", canvas=(32, 128), bidirectional=True).eval()
+    got = mod.candidates(rec, torch.rand(2, 1, 32, 128), 3)
+    assert all(1 <= len(c) <= 6 and any(x["l2r"] for x in c) and all(x["length"] >= 1 for x in c) for c in got)
+    with pytest.raises(ValueError, match="reads one way only"):
+        mod.candidates(tiny_model("ar", canvas=(32, 128)).eval(), torch.rand(1, 1, 32, 128), 2)

@@ -1,0 +1,127 @@
+"""How much a bidirectional reader's right-to-left reading should count when a beam is reranked.
+
+`model.search.bidirectional_best` (CoMER's rule) takes the candidates of a left-to-right and a
+right-to-left beam and picks the best (log p_l2r + log p_r2l) / (2 x length). This decodes a split once,
+keeps every candidate with both log-probabilities, then picks again for each weight w of the reversed
+reading, (log p_l2r + w log p_r2l) / ((1 + w) x length), over two candidate sets: the left-to-right beam's
+alone, and both beams'. w = 0 over the left-to-right set is the plain beam; w = 1 over both is what
+`train.eval` scores as beam N. Picks are repaired to parse as `train.eval` repairs them and scored by
+exact match and BLEU-4 (both sides spaced into tokens, as `train.eval --markup`); `oracle` counts the
+images whose reference is among the set's candidates.
+
+    python benchmarks/bidi_sweep.py --ckpt runs/ens.json --data shards/printed-64x512 --split valid \\
+        --beam 5 --threads 1 --json sweep.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+
+from model import load  # noqa: E402
+from model.repair import delete_until_valid, is_valid  # noqa: E402
+from model.search import (BOS, EOS, PAD, beam, end_with_eos, flip_r2l, pad_rows, reverse_ids,  # noqa: E402
+                          sequence_logp, unique_rows)
+from tokenizer.markup_metrics import bleu4, exact_match  # noqa: E402
+from train.data import ShardDataset, load_split_data  # noqa: E402
+from train.eval import spaced  # noqa: E402
+
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+SETS = ("l2r", "both")
+
+
+def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]:
+    """Each image's distinct candidates from both beams: text, which beams found it, log p each way, length."""
+    steps = recognizer.token_steps(images)
+    back = steps.r2l
+    if back is None:
+        raise ValueError("the recognizer reads one way only: no member learned right to left (model.bidirectional)")
+    vocab, out = recognizer.labels.vocab, []
+    for i in range(steps.images):
+        l2r = [h[1] for h in beam(steps.image(i, width), width, steps.max_len, steps.device)]
+        r2l = [flip_r2l(h[1]) for h in beam(back.image(i, width), width, steps.max_len, steps.device, start=EOS,
+                                            stop=BOS)]
+        fixed = end_with_eos(pad_rows(l2r + r2l, steps.device))
+        from_l2r = {tuple(r) for r in fixed[: len(l2r)].tolist()}
+        cands = unique_rows(fixed)
+        fwd, bwd = sequence_logp(steps, i, cands), sequence_logp(back, i, reverse_ids(cands))
+        lengths = (cands != PAD).sum(1) - 1
+        out.append([{"text": vocab.decode(c.tolist()), "l2r": tuple(c.tolist()) in from_l2r, "fwd": float(f),
+                     "bwd": float(b), "length": int(n)} for c, f, b, n in zip(cands, fwd, bwd, lengths)])
+    return out
+
+
+def sweep(rows: list[dict], weights: tuple[float, ...] = WEIGHTS) -> dict:
+    """rows: {ref, cands} -> {set: {oracle, w: {exact, bleu4}}}: each weight's pick, repaired and scored."""
+    refs = [spaced(r["ref"]) for r in rows]
+    out = {}
+    for name in SETS:
+        pools = [[c for c in r["cands"] if name == "both" or c["l2r"]] for r in rows]
+        res = {"oracle": sum(any(spaced(c["text"]) == ref for c in pool) for ref, pool in zip(refs, pools))}
+        for w in weights:
+            picks = [max(pool, key=lambda c: (c["fwd"] + w * c["bwd"]) / ((1 + w) * c["length"]))["text"]
+                     for pool in pools]
+            picks = [spaced(t if is_valid(t) else delete_until_valid(t)) for t in picks]
+            res[f"{w:g}"] = {"exact": round(len(rows) * exact_match(refs, picks)),
+                             "bleu4": round(100 * bleu4(refs, picks), 2)}
+        out[name] = res
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ckpt", required=True, help="a token recognizer with a bidirectional reader, or their ensemble")
+    p.add_argument("--data", required=True, type=Path, help="shards root (holding the split folder)")
+    p.add_argument("--split", default="valid")
+    p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", type=Path, help="write the table and every image's candidates here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rec = load(args.ckpt).recognizer
+    if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
+        print(f"{args.ckpt}: not a PyTorch token recognizer: no beam to rerank", file=sys.stderr)
+        return 2
+    rec.eval()
+    data = load_split_data(args.data / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
+    n = min(args.limit or len(data.labels), len(data.labels))
+    dataset = ShardDataset(data, rec.render.size)
+    rows, t0 = [], time.perf_counter()
+    try:
+        with torch.no_grad():
+            for start in range(0, n, 16):
+                images = torch.stack([dataset[j]["image"] for j in range(start, min(n, start + 16))])
+                rows += [{"ref": data.labels[start + k], "cands": c}
+                         for k, c in enumerate(candidates(rec, images, args.beam))]
+    except ValueError as exc:
+        print(f"{args.ckpt}: {exc}", file=sys.stderr)
+        return 2
+    table = sweep(rows)
+    print(f"| {args.split}[:{n}], beam {args.beam}: weight of the reversed reading | "
+          + " | ".join(f"w {w:g}" for w in WEIGHTS) + " | oracle |")
+    print("| --- |" + " ---: |" * (len(WEIGHTS) + 1))
+    for name in SETS:
+        cells = [f"{table[name][f'{w:g}']['bleu4']:.2f} / {100 * table[name][f'{w:g}']['exact'] / n:.1f}%"
+                 for w in WEIGHTS]
+        print(f"| {name} beam candidates (BLEU-4 / exact) | " + " | ".join(cells)
+              + f" | {100 * table[name]['oracle'] / n:.1f}% |")
+    print(f"decode {time.perf_counter() - t0:.0f} s, {sum(len(r['cands']) for r in rows)} candidates")
+    if args.json:
+        args.json.write_text(json.dumps({"n": n, "table": table, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
