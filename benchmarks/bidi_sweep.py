@@ -7,7 +7,8 @@ reading, (log p_l2r + w log p_r2l) / ((1 + w) x length), over two candidate sets
 alone, and both beams'. w = 0 over the left-to-right set is the plain beam; w = 1 over both is what
 `train.eval` scores as beam N. Picks are repaired to parse as `train.eval` repairs them and scored by
 exact match and BLEU-4 (both sides spaced into tokens, as `train.eval --markup`); `oracle` counts the
-images whose reference is among the set's candidates.
+images whose reference is among the set's candidates. `--greedy` reads each direction greedily alone
+instead (no repair): how well the reversed reading reads by itself.
 
     python benchmarks/bidi_sweep.py --ckpt runs/ens.json --data shards/printed-64x512 --split valid \\
         --beam 5 --threads 1 --json sweep.json
@@ -58,6 +59,19 @@ def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]
     return out
 
 
+def greedy_both_ways(recognizer, images: torch.Tensor) -> list[tuple[str, str]]:
+    """Each image read greedily left to right and right to left (flipped back): (l2r text, r2l text)."""
+    steps = recognizer.token_steps(images)
+    if steps.r2l is None:
+        raise ValueError("the recognizer reads one way only: no member learned right to left (model.bidirectional)")
+    vocab, out = recognizer.labels.vocab, []
+    for i in range(steps.images):
+        ahead = beam(steps.image(i, 1), 1, steps.max_len, steps.device)[0][1]
+        back = flip_r2l(beam(steps.r2l.image(i, 1), 1, steps.max_len, steps.device, start=EOS, stop=BOS)[0][1])
+        out.append((vocab.decode(ahead.tolist()), vocab.decode(back.tolist())))
+    return out
+
+
 def sweep(rows: list[dict], weights: tuple[float, ...] = WEIGHTS) -> dict:
     """rows: {ref, cands} -> {set: {oracle, w: {exact, bleu4}}}: each weight's pick, repaired and scored."""
     refs = [spaced(r["ref"]) for r in rows]
@@ -82,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="valid")
     p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
     p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--greedy", action="store_true", help="read each direction greedily alone instead")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the table and every image's candidates here")
     return p
@@ -103,11 +118,24 @@ def main(argv: list[str] | None = None) -> int:
         with torch.no_grad():
             for start in range(0, n, 16):
                 images = torch.stack([dataset[j]["image"] for j in range(start, min(n, start + 16))])
-                rows += [{"ref": data.labels[start + k], "cands": c}
-                         for k, c in enumerate(candidates(rec, images, args.beam))]
+                if args.greedy:
+                    rows += [{"ref": data.labels[start + k], "l2r": a, "r2l": b}
+                             for k, (a, b) in enumerate(greedy_both_ways(rec, images))]
+                else:
+                    rows += [{"ref": data.labels[start + k], "cands": c}
+                             for k, c in enumerate(candidates(rec, images, args.beam))]
     except ValueError as exc:
         print(f"{args.ckpt}: {exc}", file=sys.stderr)
         return 2
+    if args.greedy:
+        refs = [spaced(r["ref"]) for r in rows]
+        table = {d: {"bleu4": round(100 * bleu4(refs, [spaced(r[d]) for r in rows]), 2),
+                     "exact": round(n * exact_match(refs, [spaced(r[d]) for r in rows]))} for d in ("l2r", "r2l")}
+        for d, m in table.items():
+            print(f"{args.split}[:{n}] greedy {d}: BLEU-4 {m['bleu4']:.2f}, exact {100 * m['exact'] / n:.2f}%")
+        if args.json:
+            args.json.write_text(json.dumps({"n": n, "greedy": table, "rows": rows}, indent=1))
+        return 0
     table = sweep(rows)
     print(f"| {args.split}[:{n}], beam {args.beam}: weight of the reversed reading | "
           + " | ".join(f"w {w:g}" for w in WEIGHTS) + " | oracle |")

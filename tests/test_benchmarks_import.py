@@ -292,6 +292,7 @@ def test_bidi_sweep_picks_by_each_weight_of_the_reversed_reading(capsys):
     it; the right-to-left beam's own candidates count only in the 'both' set; the candidates come from
     the recognizer's own hooks, and a one-way reader is refused with exit 2."""
     from builders import tiny_model
+    from model import DecodeSpec
     mod = load_script("bidi_sweep")
     C = lambda text, l2r, fwd, bwd, n: {"text": text, "l2r": l2r, "fwd": fwd, "bwd": bwd, "length": n}  # noqa: E731
     rows = [{"ref": "x + 1", "cands": [C("x+2", True, -0.4, -4.0, 4), C("x+1", True, -0.8, -0.8, 4)]},
@@ -303,5 +304,8 @@ def test_bidi_sweep_picks_by_each_weight_of_the_reversed_reading(capsys):
     rec = tiny_model("ar", canvas=(32, 128), bidirectional=True).eval()
     got = mod.candidates(rec, torch.rand(2, 1, 32, 128), 3)
     assert all(1 <= len(c) <= 6 and any(x["l2r"] for x in c) and all(x["length"] >= 1 for x in c) for c in got)
+    images = torch.rand(2, 1, 32, 128)
+    ways = mod.greedy_both_ways(rec, images)
+    assert [a for a, _ in ways] == rec.recognize(images, DecodeSpec("greedy", valid=False))
     with pytest.raises(ValueError, match="reads one way only"):
         mod.candidates(tiny_model("ar", canvas=(32, 128)).eval(), torch.rand(1, 1, 32, 128), 2)
