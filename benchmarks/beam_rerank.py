@@ -63,6 +63,47 @@ class Hyp(NamedTuple):
     length: int
 
 
+def split_batches(recognizer, root: Path, split: str, limit: int = 0, size: int = 16):
+    """(n, batches): the split's first `limit` images (0: all) as the recognizer reads them, n in all,
+    in batches of (references, images [b, 1, H, W])."""
+    data = load_split_data(root / split, recognizer.targets, recognizer.cfg.max_len, labels=recognizer.labels,
+                           keep_all=True)
+    n = min(limit or len(data.labels), len(data.labels))
+    dataset = ShardDataset(data, recognizer.render.size)
+    return n, ((data.labels[start: min(n, start + size)],
+                torch.stack([dataset[j]["image"] for j in range(start, min(n, start + size))]))
+               for start in range(0, n, size))
+
+
+def scores(refs: list[str], texts: list[str], repair: bool = True) -> dict:
+    """Exact matches and corpus BLEU-4 of `texts` against spaced `refs`, each text repaired to parse as
+    `train.eval`'s decoders repair (model.decoding.finish_tokens) unless `repair` is False, then spaced."""
+    picks = [spaced(t if not repair or is_valid(t) else delete_until_valid(t)) for t in texts]
+    return {"exact": round(len(refs) * exact_match(refs, picks)), "bleu4": round(100 * bleu4(refs, picks), 2)}
+
+
+def token_recognizer(ckpt: str):
+    """The PyTorch token recognizer `ckpt` names, in eval mode; None (said on stderr) for anything else."""
+    rec = load(ckpt).recognizer
+    if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
+        print(f"{ckpt}: not a PyTorch token recognizer (AR, PosFormer, HVT or their ensemble): "
+              f"no token beam search to rerank", file=sys.stderr)
+        return None
+    return rec.eval()
+
+
+def base_parser(doc: str, ckpt_help: str) -> argparse.ArgumentParser:
+    """The options every beam benchmark here takes: the recognizer, the split, the beam, threads."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ckpt", required=True, help=ckpt_help)
+    p.add_argument("--data", required=True, type=Path, help="shards root (holding the split folder)")
+    p.add_argument("--split", default="valid")
+    p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1)
+    return p
+
+
 def finished_hypotheses(recognizer, images: torch.Tensor, width: int) -> list[list[Hyp]]:
     """Each image's finished hypotheses, best scored first."""
     steps = recognizer.token_steps(images)
@@ -81,13 +122,8 @@ def length_sweep(rows: list[dict], penalties: tuple[float, ...] = PENALTIES) -> 
     decoders repair (model.decoding.finish_tokens): exact matches and corpus BLEU-4, both sides spaced
     into tokens once."""
     refs = [spaced(r["ref"]) for r in rows]
-    out = {}
-    for alpha in penalties:
-        picks = [max(r["hyps"], key=lambda h: h.logp / h.length ** alpha).text for r in rows]
-        picks = [spaced(t if is_valid(t) else delete_until_valid(t)) for t in picks]
-        out[f"{alpha:g}"] = {"exact": round(len(rows) * exact_match(refs, picks)),
-                             "bleu4": round(100 * bleu4(refs, picks), 2)}
-    return out
+    return {f"{alpha:g}": scores(refs, [max(r["hyps"], key=lambda h: h.logp / h.length ** alpha).text for r in rows])
+            for alpha in penalties}
 
 
 def same(ref: str, hyp: str) -> bool:
@@ -175,17 +211,11 @@ def tally(rows: list[dict]) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ckpt", required=True, help="a token recognizer: checkpoint, run folder, ensemble or shipped name")
-    p.add_argument("--data", required=True, type=Path, help="shards root (holding the split folder)")
-    p.add_argument("--split", default="valid")
-    p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
-    p.add_argument("--beam", type=int, default=5)
+    p = base_parser(__doc__, "a token recognizer: checkpoint, run folder, ensemble or shipped name")
     p.add_argument("--fonts", default="", help="comma-separated: TeX fonts (cm, times, palatino) and/or 'engine'; "
                                                "empty: no render-and-compare")
     p.add_argument("--penalties", default=",".join(f"{a:g}" for a in PENALTIES),
                    help="comma-separated length-penalty exponents alpha to pick by (log p / length ** alpha)")
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the counts here")
     return p
 
@@ -207,21 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     except (TexUnavailable, ValueError) as exc:
         print(f"--fonts {args.fonts}: {exc}", file=sys.stderr)
         return 2
-    rec = load(args.ckpt).recognizer
-    if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
-        print(f"{args.ckpt}: not a PyTorch token recognizer (AR, PosFormer, HVT or their ensemble): "
-              f"no token beam search to rerank", file=sys.stderr)
+    rec = token_recognizer(args.ckpt)
+    if rec is None:
         return 2
-    rec.eval()
-    data = load_split_data(args.data / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
-    n = min(args.limit or len(data.labels), len(data.labels))
-    dataset = ShardDataset(data, rec.render.size)
+    n, batches = split_batches(rec, args.data, args.split, args.limit)
     rows, t0 = [], time.perf_counter()
     with torch.no_grad():
-        for start in range(0, n, 16):
-            images = torch.stack([dataset[j]["image"] for j in range(start, min(n, start + 16))])
+        for refs, images in batches:
             for k, hyps in enumerate(finished_hypotheses(rec, images, args.beam)):
-                rows.append({"ref": data.labels[start + k], "hyps": hyps, "image": images[k, 0].numpy()})
+                rows.append({"ref": refs[k], "hyps": hyps, "image": images[k, 0].numpy()})
     decode_s = time.perf_counter() - t0
     render_s = 0.0
     if fonts:

@@ -23,15 +23,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 import torch  # noqa: E402
 
-from model import load  # noqa: E402
-from model.repair import delete_until_valid, is_valid  # noqa: E402
-from model.search import (BOS, EOS, PAD, beam, end_with_eos, flip_r2l, pad_rows, reverse_ids,  # noqa: E402
-                          sequence_logp, unique_rows)
-from tokenizer.markup_metrics import bleu4, exact_match  # noqa: E402
-from train.data import ShardDataset, load_split_data  # noqa: E402
+from beam_rerank import base_parser, scores, split_batches, token_recognizer  # noqa: E402
+from model.search import BOS, EOS, PAD, beam, both_ways, flip_r2l  # noqa: E402
 from train.eval import spaced  # noqa: E402
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
@@ -41,21 +38,14 @@ SETS = ("l2r", "both")
 def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]:
     """Each image's distinct candidates from both beams: text, which beams found it, log p each way, length."""
     steps = recognizer.token_steps(images)
-    back = steps.r2l
-    if back is None:
+    if steps.r2l is None:
         raise ValueError("the recognizer reads one way only: no member learned right to left (model.bidirectional)")
     vocab, out = recognizer.labels.vocab, []
     for i in range(steps.images):
-        l2r = [h[1] for h in beam(steps.image(i, width), width, steps.max_len, steps.device)]
-        r2l = [flip_r2l(h[1]) for h in beam(back.image(i, width), width, steps.max_len, steps.device, start=EOS,
-                                            stop=BOS)]
-        fixed = end_with_eos(pad_rows(l2r + r2l, steps.device))
-        from_l2r = {tuple(r) for r in fixed[: len(l2r)].tolist()}
-        cands = unique_rows(fixed)
-        fwd, bwd = sequence_logp(steps, i, cands), sequence_logp(back, i, reverse_ids(cands))
+        cands, found_l2r, fwd, bwd = both_ways(steps, i, width)
         lengths = (cands != PAD).sum(1) - 1
-        out.append([{"text": vocab.decode(c.tolist()), "l2r": tuple(c.tolist()) in from_l2r, "fwd": float(f),
-                     "bwd": float(b), "length": int(n)} for c, f, b, n in zip(cands, fwd, bwd, lengths)])
+        out.append([{"text": vocab.decode(c.tolist()), "l2r": bool(a), "fwd": float(f), "bwd": float(b),
+                     "length": int(n)} for c, a, f, b, n in zip(cands, found_l2r, fwd, bwd, lengths)])
     return out
 
 
@@ -80,24 +70,15 @@ def sweep(rows: list[dict], weights: tuple[float, ...] = WEIGHTS) -> dict:
         pools = [[c for c in r["cands"] if name == "both" or c["l2r"]] for r in rows]
         res = {"oracle": sum(any(spaced(c["text"]) == ref for c in pool) for ref, pool in zip(refs, pools))}
         for w in weights:
-            picks = [max(pool, key=lambda c: (c["fwd"] + w * c["bwd"]) / ((1 + w) * c["length"]))["text"]
-                     for pool in pools]
-            picks = [spaced(t if is_valid(t) else delete_until_valid(t)) for t in picks]
-            res[f"{w:g}"] = {"exact": round(len(rows) * exact_match(refs, picks)),
-                             "bleu4": round(100 * bleu4(refs, picks), 2)}
+            res[f"{w:g}"] = scores(refs, [max(pool, key=lambda c: (c["fwd"] + w * c["bwd"]) / ((1 + w) * c["length"]))
+                                          ["text"] for pool in pools])
         out[name] = res
     return out
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ckpt", required=True, help="a token recognizer with a bidirectional reader, or their ensemble")
-    p.add_argument("--data", required=True, type=Path, help="shards root (holding the split folder)")
-    p.add_argument("--split", default="valid")
-    p.add_argument("--limit", type=int, default=0, help="the split's first N images (0: all)")
-    p.add_argument("--beam", type=int, default=5)
+    p = base_parser(__doc__, "a token recognizer with a bidirectional reader, or their ensemble")
     p.add_argument("--greedy", action="store_true", help="read each direction greedily alone instead")
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", type=Path, help="write the table and every image's candidates here")
     return p
 
@@ -105,32 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
-    rec = load(args.ckpt).recognizer
-    if not isinstance(rec, torch.nn.Module) or rec.label_kind != "token":
-        print(f"{args.ckpt}: not a PyTorch token recognizer: no beam to rerank", file=sys.stderr)
+    rec = token_recognizer(args.ckpt)
+    if rec is None:
         return 2
-    rec.eval()
-    data = load_split_data(args.data / args.split, rec.targets, rec.cfg.max_len, labels=rec.labels, keep_all=True)
-    n = min(args.limit or len(data.labels), len(data.labels))
-    dataset = ShardDataset(data, rec.render.size)
+    n, batches = split_batches(rec, args.data, args.split, args.limit)
     rows, t0 = [], time.perf_counter()
     try:
         with torch.no_grad():
-            for start in range(0, n, 16):
-                images = torch.stack([dataset[j]["image"] for j in range(start, min(n, start + 16))])
+            for refs, images in batches:
                 if args.greedy:
-                    rows += [{"ref": data.labels[start + k], "l2r": a, "r2l": b}
-                             for k, (a, b) in enumerate(greedy_both_ways(rec, images))]
+                    rows += [{"ref": ref, "l2r": a, "r2l": b} for ref, (a, b) in zip(refs, greedy_both_ways(rec, images))]
                 else:
-                    rows += [{"ref": data.labels[start + k], "cands": c}
-                             for k, c in enumerate(candidates(rec, images, args.beam))]
+                    rows += [{"ref": ref, "cands": c} for ref, c in zip(refs, candidates(rec, images, args.beam))]
     except ValueError as exc:
         print(f"{args.ckpt}: {exc}", file=sys.stderr)
         return 2
     if args.greedy:
         refs = [spaced(r["ref"]) for r in rows]
-        table = {d: {"bleu4": round(100 * bleu4(refs, [spaced(r[d]) for r in rows]), 2),
-                     "exact": round(n * exact_match(refs, [spaced(r[d]) for r in rows]))} for d in ("l2r", "r2l")}
+        table = {d: scores(refs, [r[d] for r in rows], repair=False) for d in ("l2r", "r2l")}
         for d, m in table.items():
             print(f"{args.split}[:{n}] greedy {d}: BLEU-4 {m['bleu4']:.2f}, exact {100 * m['exact'] / n:.2f}%")
         if args.json:

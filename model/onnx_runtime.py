@@ -152,9 +152,8 @@ def decode_tokens(rec, mem, images: int, spec: DecodeSpec, stats: Counter | None
             _, ids, probs = bidirectional_beam(image_reader(rec, mem, i), image_reader(*back, i), width,
                                                rec.cfg.max_len, length_penalty)
         else:
-            one = rec.image_rows(mem, i, width)
-            hyps = beam(rec.token_step(one), width, rec.cfg.max_len, rec.initial_state(one), rec.reorder,
-                        length_penalty)
+            step, state, reorder = image_reader(rec, mem, i)(width)
+            hyps = beam(step, width, rec.cfg.max_len, state, reorder, length_penalty)
             _, ids, probs = max(hyps, key=lambda h: h[0])  # the first of equals, as model.search.best
         rows.append(ids), row_probs.append(probs)
     return finish_tokens(rec.labels.vocab, rows, row_probs, spec, stats, confidences)

@@ -186,11 +186,9 @@ def bidirectional_beam(forward: Reader, backward: Reader, width: int, max_len: i
         if tuple(ids) not in seen:
             seen.add(tuple(ids)), cands.append(ids)
     rows = np.full((len(cands), max(map(len, cands))), PAD, dtype=np.int64)
-    for j, ids in enumerate(cands):
-        rows[j, : len(ids)] = ids
     reversed_rows = np.full_like(rows, PAD)
     for j, ids in enumerate(cands):
-        reversed_rows[j, : len(ids)] = [EOS, *ids[-2:0:-1], BOS]
+        rows[j, : len(ids)], reversed_rows[j, : len(ids)] = ids, [EOS, *ids[-2:0:-1], BOS]
     fwd = token_logp(*forward(len(cands))[:2], rows)
     both = fwd.sum(1) + token_logp(*backward(len(cands))[:2], reversed_rows).sum(1)
     lengths = np.array([len(ids) - 1 for ids in cands], dtype=np.float32)

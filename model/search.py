@@ -64,21 +64,32 @@ def search_ids(steps: TokenSteps, beam_width: int = 1, length_penalty: float = 1
 
 @torch.no_grad()
 def bidirectional_best(steps: TokenSteps, i: int, width: int, length_penalty: float = 1.0) -> torch.Tensor:
-    """CoMER's approximate joint search for image i: a beam left to right (BOS ... EOS) and one right to
-    left (EOS ... BOS, `steps.r2l`), then every candidate is read again in both directions and the best
-    mean length-normalized log p wins. Why: a left-to-right beam commits to its prefix; the reversed
-    reading judges each candidate's end as firmly as its start, and its own beam adds candidates the
-    first one pruned."""
+    """CoMER's approximate joint search for image i: the candidates of a beam each way (`both_ways`), the
+    best mean length-normalized log p of both readings wins. Why: a left-to-right beam commits to its
+    prefix; the reversed reading judges each candidate's end as firmly as its start, and its own beam
+    adds candidates the first one pruned."""
+    cands, _, ahead, back = both_ways(steps, i, width, length_penalty)
+    lengths = ((cands != PAD).sum(1) - 1).float()
+    return cands[int(((ahead + back) / (2 * lengths ** length_penalty)).argmax())]
+
+
+@torch.no_grad()
+def both_ways(steps: TokenSteps, i: int, width: int, length_penalty: float = 1.0
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Image i's beam left to right (BOS ... EOS) and right to left (EOS ... BOS, `steps.r2l`, flipped
+    back): the distinct candidates [N, L] (one cut off by the length limit ends with EOS), whether the
+    left-to-right beam found each [N], and each one's summed log p read left to right and right to left [N]."""
     back = steps.r2l
     assert back is not None
     l2r = [h[1] for h in beam(steps.image(i, width), width, steps.max_len, steps.device,
                               length_penalty=length_penalty)]
     r2l = [flip_r2l(h[1]) for h in beam(back.image(i, width), width, steps.max_len, steps.device, start=EOS,
                                          stop=BOS, length_penalty=length_penalty)]
-    cands = unique_rows(end_with_eos(pad_rows(l2r + r2l, steps.device)))
-    both = sequence_logp(steps, i, cands) + sequence_logp(back, i, reverse_ids(cands))
-    lengths = ((cands != PAD).sum(1) - 1).float()
-    return cands[int((both / (2 * lengths ** length_penalty)).argmax())]
+    rows = end_with_eos(pad_rows(l2r + r2l, steps.device))
+    keep = unique_rows(rows)
+    cands = rows[keep]
+    found_l2r = torch.tensor([k < len(l2r) for k in keep], device=steps.device)  # the first copy of each is kept
+    return cands, found_l2r, sequence_logp(steps, i, cands), sequence_logp(back, i, reverse_ids(cands))
 
 
 @torch.no_grad()
@@ -93,29 +104,32 @@ def token_logp(steps: TokenSteps, i: int, ids: torch.Tensor) -> torch.Tensor:
     """log p of ids[:, j + 1] given ids[:, :j + 1] [N, L - 1] for image i (see `sequence_logp`)."""
     if steps.forced is not None:
         return steps.forced(i, ids).float()
-    step, out = steps.image(i, ids.shape[0]), []
+    return replay_logp(steps.image(i, ids.shape[0]), ids)
+
+
+def unique_rows(rows: torch.Tensor) -> list[int]:
+    """The indices of `rows` without repeats, the first of each kept in order (both beams often find the
+    same answer)."""
+    seen, keep = set(), []
+    for j, r in enumerate(rows.tolist()):
+        if tuple(r) not in seen:
+            seen.add(tuple(r)), keep.append(j)
+    return keep
+
+
+@torch.no_grad()
+def replay_logp(step: Step, ids: torch.Tensor) -> torch.Tensor:
+    """log p(ids[:, j + 1] | ids[:, :j + 1]) [B, L - 1] read by feeding `ids` through a fresh step one
+    position at a time: teacher forcing for a decoder that has no such pass of its own."""
+    out = []
     for pos in range(ids.shape[1] - 1):
         out.append(step(ids[:, pos], pos).float().log_softmax(-1).gather(-1, ids[:, pos + 1, None])[:, 0])
     return torch.stack(out, 1) if out else ids.new_zeros((ids.shape[0], 0), dtype=torch.float)
 
 
-def unique_rows(rows: torch.Tensor) -> torch.Tensor:
-    """`rows` without repeats, the first of each kept in order (both beams often find the same answer)."""
-    seen, keep = set(), []
-    for j, r in enumerate(rows.tolist()):
-        if tuple(r) not in seen:
-            seen.add(tuple(r)), keep.append(j)
-    return rows[keep]
-
-
 def replay_probs(step: Step, ids: torch.Tensor) -> torch.Tensor:
-    """p(ids[:, j + 1] | ids[:, :j + 1]) [B, L - 1] read by feeding `ids` through a fresh step one
-    position at a time: the confidences of a decoder that has no teacher-forced pass of its own."""
-    out = []
-    for pos in range(ids.shape[1] - 1):
-        p = step(ids[:, pos], pos).float().softmax(-1)
-        out.append(p.gather(-1, ids[:, pos + 1, None])[:, 0])
-    return torch.stack(out, 1) if out else ids.new_zeros((ids.shape[0], 0), dtype=torch.float)
+    """p(ids[:, j + 1] | ids[:, :j + 1]) [B, L - 1] by `replay_logp`: the confidences of such a decoder."""
+    return replay_logp(step, ids).exp()
 
 
 def with_reorder(step: Step, reorder: Callable[[torch.Tensor], None]) -> Step:

@@ -14,8 +14,8 @@ from builders import tiny_model
 from model import DecodeSpec
 from model.ar.decoder import ar_loss
 from model.ensemble import EnsembleRecognizer
-from model.search import (BOS, EOS, PAD, beam, bidirectional_best, end_with_eos, flip_r2l, pad_rows, reverse_ids,
-                          reverse_like, search_ids, sequence_logp, token_logp, unique_rows)
+from model.search import (BOS, EOS, PAD, beam, bidirectional_best, both_ways, end_with_eos, flip_r2l, pad_rows,
+                          reverse_ids, reverse_like, search_ids, sequence_logp, token_logp, unique_rows)
 
 CANVAS = (32, 128)
 
@@ -47,7 +47,7 @@ def test_reversing_back_is_the_identity_and_flip_undoes_a_reversal(rows):
         n = len(r) + 2
         assert back[j, :n].tolist() == [EOS, *r[::-1], BOS] and (back[j, n:] == PAD).all()
         assert flip_r2l(back[j, :n]).tolist() == [BOS, *r, EOS]
-    assert torch.equal(unique_rows(torch.cat([ids, ids])), unique_rows(ids))
+    assert unique_rows(torch.cat([ids, ids])) == unique_rows(ids)
 
 
 def test_a_cut_off_hypothesis_ends_with_eos_and_flips_without_bos():
@@ -100,8 +100,12 @@ def test_the_pick_is_the_best_candidate_of_both_beams(width):
         got = bidirectional_best(steps, i, width)
         l2r = [h[1] for h in beam(steps.image(i, width), width, steps.max_len, "cpu")]
         r2l = [flip_r2l(h[1]) for h in beam(steps.r2l.image(i, width), width, steps.max_len, "cpu", start=EOS, stop=BOS)]
-        cands = unique_rows(end_with_eos(pad_rows(l2r + r2l, "cpu")))
+        rows = end_with_eos(pad_rows(l2r + r2l, "cpu"))
+        cands = rows[unique_rows(rows)]
         assert any(torch.equal(got, c) for c in cands)
+        same, found_l2r, _, _ = both_ways(steps, i, width)
+        assert torch.equal(same, cands)
+        assert found_l2r.tolist() == [any(torch.equal(c, r) for r in rows[: len(l2r)]) for c in cands]
         score = (sequence_logp(steps, i, cands)
                  + sequence_logp(steps.r2l, i, reverse_ids(cands))) / (2 * ((cands != PAD).sum(1) - 1))
         j = next(j for j, c in enumerate(cands) if torch.equal(got, c))
