@@ -8,8 +8,10 @@ only on a CPU with bf16 instructions, as the trainer decides (`--bf16 always` to
 emulation elsewhere, an order of magnitude slower). After the compiled copies' warm-up
 (compilation, not counted) they take their timed steps in alternating blocks on the same random
 images and labels, so a noisy neighbour slows both alike; the table gives the median step of each and
-their ratio. A second pair, with dropout off (the compiled graph draws dropout from its own RNG),
-checks that the two agree: the largest relative difference of their losses over the first steps.
+their ratio. The compiled copies draw dropout from the eager generator, as the trainer's do on the CPU
+(train.compiled.training_options); `--inductor-rng` adds a compiled copy that draws it in-graph. A
+second pair, reseeded alike before each step, checks that eager and compiled agree with dropout on: the
+largest relative difference of their losses over the first steps.
 
 Decoding: batch-1 GryphOne mask-predict at T=1 and T=10 and AR greedy, eager against the recognizer's
 `compile_for_decoding()` (train.compiled), outputs compared.
@@ -79,10 +81,13 @@ class Stepper:
     """One recognizer, its optimizer and its (compiled or eager) step, as the trainer takes it."""
 
     def __init__(self, model: Recognizer, tcfg: TrainConfig, compiled: bool, bf16: bool = False,
-                 mode: str = "default"):
+                 mode: str = "default", inductor_rng: bool = False):
         self.model, self.tcfg, self.bf16 = model, tcfg, bf16
         self.opt = make_optimizer(tcfg, model, torch.device("cpu"))
-        self.module = compile_for_training(model, mode) if compiled else model
+        self.module = model
+        if compiled:
+            self.module = torch.compile(model, dynamic=False, mode=mode) if inductor_rng \
+                else compile_for_training(model, mode)
         self.step_no = 0
 
     def step(self, images: torch.Tensor, targets: dict) -> float:
@@ -108,12 +113,14 @@ def data(model: Recognizer, batch: int) -> tuple[torch.Tensor, dict]:
 
 
 def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per_block: int,
-               mode: str = "default", bf16: bool = True) -> dict:
+               mode: str = "default", bf16: bool = True, inductor_rng: bool = False) -> dict:
     """Median step seconds, eager and compiled (and both under bf16 autocast when `bf16`), in
     alternating blocks; the compiled warm-up apart."""
     torch._dynamo.reset()  # each pair compiles afresh (no recompile limit reached across pairs)
     steppers = {"eager": Stepper(make(tcfg, size), tcfg, compiled=False),
                 "compiled": Stepper(make(tcfg, size), tcfg, compiled=True, mode=mode)}
+    if inductor_rng:
+        steppers["compiled_inductor_rng"] = Stepper(make(tcfg, size), tcfg, compiled=True, mode=mode, inductor_rng=True)
     if bf16:
         steppers["eager_bf16"] = Stepper(make(tcfg, size), tcfg, compiled=False, bf16=True)
         steppers["compiled_bf16"] = Stepper(make(tcfg, size), tcfg, compiled=True, bf16=True, mode=mode)
@@ -132,6 +139,8 @@ def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per
                 times[name].append(time.perf_counter() - t)
     ms = {name: 1000 * statistics.median(t) for name, t in times.items()}
     ratio = {"speedup": ms["eager"] / ms["compiled"]}
+    if inductor_rng:
+        ratio["inductor_rng_speedup"] = ms["eager"] / ms["compiled_inductor_rng"]
     if bf16:
         ratio.update(bf16_speedup=ms["eager"] / ms["eager_bf16"], compiled_bf16_speedup=ms["eager"] / ms["compiled_bf16"])
     return {"trainer": label, "batch": batch, "canvas": list(size), "steps_each": blocks * per_block,
@@ -155,14 +164,18 @@ def profile_eager(tcfg: TrainConfig, size, batch: int, top: int = 8) -> list[dic
 
 
 def loss_agreement(tcfg: TrainConfig, size, batch: int, steps: int) -> float:
-    """Largest relative difference of the losses of an eager and a compiled copy, dropout off."""
+    """Largest relative difference of the losses of an eager and a compiled copy, dropout on: the
+    compiled copy draws it from the eager generator (train.compiled.training_options), reseeded alike."""
     torch._dynamo.reset()
-    eager = Stepper(make(tcfg, size, dropout=0.0), tcfg, compiled=False)
-    comp = Stepper(make(tcfg, size, dropout=0.0), tcfg, compiled=True)
+    eager = Stepper(make(tcfg, size), tcfg, compiled=False)
+    comp = Stepper(make(tcfg, size), tcfg, compiled=True)
     images, targets = data(eager.model, batch)
     worst = 0.0
-    for _ in range(steps):
-        a, b = eager.step(images, targets), comp.step(images, targets)
+    for step in range(steps):
+        torch.manual_seed(100 + step)
+        a = eager.step(images, targets)
+        torch.manual_seed(100 + step)
+        b = comp.step(images, targets)
         worst = max(worst, abs(a - b) / max(abs(a), 1e-9))
     return worst
 
@@ -216,6 +229,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bf16", choices=("auto", "always", "never"), default="auto",
                     help="time the bf16 copies: auto (only where the CPU has bf16 instructions, as the trainer "
                          "decides), always (emulated bf16 too), never")
+    ap.add_argument("--inductor-rng", action="store_true",
+                    help="also time a compiled copy that draws dropout in-graph (inductor's generator)")
     ap.add_argument("--profile", action="store_true", help="also list where an eager step's time goes")
     ap.add_argument("--smoke", action="store_true", help="tiny models, a few steps")
     ap.add_argument("--json", default="")
@@ -235,17 +250,21 @@ def main(argv=None) -> int:
         size = canvas(name, args.smoke)
         for label, tcfg in trainers(name, args.smoke):
             batch = 4 if args.smoke else tcfg.batch_size
-            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode, bf16)
+            row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode, bf16,
+                             args.inductor_rng)
             if args.profile:
                 row["eager_profile"] = profile_eager(tcfg, size, batch)
                 print("  eager step: " + ", ".join(f"{p['op']} {p['share']:.0%}" for p in row["eager_profile"]))
-            row["loss_rel_diff_no_dropout"] = loss_agreement(tcfg, size, batch, args.agree_steps)
+            row["loss_rel_diff"] = loss_agreement(tcfg, size, batch, args.agree_steps)
             report["train"].append(row)
             bf16_cols = (f"  eager bf16 {row['eager_bf16_step_ms']:7.1f} ms  x{row['bf16_speedup']:.2f}  compiled bf16 "
                          f"{row['compiled_bf16_step_ms']:7.1f} ms  x{row['compiled_bf16_speedup']:.2f}") if bf16 else ""
+            if args.inductor_rng:
+                bf16_cols += (f"  compiled, in-graph RNG {row['compiled_inductor_rng_step_ms']:7.1f} ms"
+                              f"  x{row['inductor_rng_speedup']:.2f}")
             print(f"{label:22s} batch {batch:3d}  eager {row['eager_step_ms']:7.1f} ms  compiled "
                   f"{row['compiled_step_ms']:7.1f} ms  x{row['speedup']:.2f}{bf16_cols}  (warm-up {row['warmup_s']:.0f} s; "
-                  f"losses agree to {row['loss_rel_diff_no_dropout']:.1e})", flush=True)
+                  f"losses agree to {row['loss_rel_diff']:.1e})", flush=True)
             for d in decode_pair(tcfg, size, args.decode_images):
                 d["preset"] = name
                 report["decode"].append(d)

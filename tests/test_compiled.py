@@ -49,6 +49,51 @@ def test_compiled_training_follows_the_eager_losses(micro_data, tmp_path, kind):
         assert compiled[step] == pytest.approx(eager[step], rel=1e-4), step
 
 
+@pytest.mark.parametrize("kind", ["diffusion", "ar"])
+def test_compiled_cpu_training_draws_the_eager_dropout(kind):
+    """With dropout on, a CPU-compiled loss draws from the eager generator (fallback_random): on the
+    same window, the same masks, so the same losses and gradients as eager to float rounding. (The
+    trainer's eager step trims the window to the batch's longest label, so there the masks differ.)"""
+    from train.compiled import compile_for_training
+
+    torch.manual_seed(0)
+    eager = tiny_model(kind, dropout=0.3).train()
+    compiled_model = tiny_model(kind, dropout=0.3).train()
+    compiled_model.load_state_dict(eager.state_dict())
+    compiled = compile_for_training(compiled_model)
+    images = torch.rand(3, 1, 32, 64, generator=torch.Generator().manual_seed(1))
+    L = eager.cfg.max_len
+    if kind == "ar":  # BOS, 8 tokens, EOS, PAD after
+        tokens = torch.full((3, L), 0, dtype=torch.long)
+        tokens[:, 1:9] = torch.randint(3, 15, (3, 8))
+        tokens[:, 0], tokens[:, 9] = 1, 2
+        batch = {"tokens": tokens}
+    else:
+        batch = {"symbols": torch.randint(3, 20, (3, L)), "modifiers": torch.randint(3, 7, (3, L))}
+    for step in range(2):
+        b = {**batch, **eager.step_inputs(step)}
+        b.update(eager.draws(b, torch.Generator().manual_seed(step)))
+        torch.manual_seed(10 + step)
+        a = eager(images, b)["loss"]
+        torch.manual_seed(10 + step)
+        c = compiled(images, b)["loss"]
+        assert float(c.detach()) == pytest.approx(float(a.detach()), rel=1e-4), step
+        a.backward()
+        c.backward()
+        for (name, p), q in zip(eager.named_parameters(), compiled_model.parameters()):
+            if p.grad is not None:
+                assert torch.allclose(p.grad, q.grad, rtol=1e-3, atol=1e-5), name
+
+
+def test_training_options_keep_the_mode_and_use_the_eager_generator_on_the_cpu():
+    from train.compiled import training_options
+
+    model = tiny_model()
+    assert training_options(model) == {"options": {"fallback_random": True}}
+    spelled = training_options(model, "max-autotune")["options"]
+    assert spelled["fallback_random"] is True and spelled["max_autotune"] is True
+
+
 def test_compiled_decoding_gives_the_eager_outputs():
     from train.compiled import compile_for_decoding
 
