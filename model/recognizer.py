@@ -93,15 +93,18 @@ class Recognizer(nn.Module):
     (`trim_padding`) and the loss stays the same (PosFormer's training-mode BatchNorm aside: see there).
     GryphOne's decoder reads every position and learns where the formula ends, so its window stays whole."""
 
-    def trim_padding(self, batch: dict) -> dict:
+    def trim_padding(self, batch: dict, buckets: int = 0) -> dict:
         """`batch` with its per-position columns ([B, max_len] tensors) cut after the longest label's EOS,
         where `trims_padding`; the batch itself otherwise. Why: a batch of printed formulas averages 26
         tokens and its longest about 80, so a fixed 160-token window spends most of a token decoder's
-        training step on PAD. The trainer skips it when compiling (one fixed shape, one graph)."""
+        training step on PAD. With `buckets` > 0 the cut is rounded up to one of `buckets` widths
+        (max_len * k / buckets): what a compiled loss uses, one graph per width instead of per batch."""
         tokens = batch.get("tokens")
         if not self.trims_padding or not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
             return batch
         full, width = tokens.shape[1], max(2, int((tokens != TokenVocab.PAD).sum(1).max()))
+        if buckets > 0:
+            width = bucket_width(width, full, buckets)
         if width >= full:
             return batch
         return {k: v[:, :width] if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[1] == full else v
@@ -201,3 +204,13 @@ def inference_params(model: Recognizer) -> int:
     """Parameters that decoding uses: all but the recognizer's training-only submodules."""
     unused = sum(count_params(m) for m in (getattr(model, name, None) for name in model.training_only) if m is not None)
     return count_params(model) - unused
+
+
+def bucket_width(width: int, full: int, buckets: int) -> int:
+    """The smallest of `buckets` evenly spaced window widths (full * k / buckets, rounded up) that holds
+    `width` columns; `full` itself at the top."""
+    for k in range(1, buckets + 1):
+        w = -(-full * k // buckets)
+        if w >= width:
+            return w
+    return full

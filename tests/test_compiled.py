@@ -226,3 +226,35 @@ def test_compile_on_a_recognizer_with_parts_compiles_the_parts_and_keeps_the_tri
     trimmed = trainer.model.trim_padding({"tokens": batch["tokens"]})["tokens"].shape[1]
     assert trimmed < batch["tokens"].shape[1]
     trainer.train_step(batch)
+
+
+def test_a_compiled_token_loss_builds_one_graph_per_window(micro_data, tmp_path):  # noqa: F811
+    """compile=true on the AR baseline: each step's window is cut to one of `compile_windows` widths, so
+    the run compiles one graph of its loss per width its batches need, and its losses are the eager
+    run's (which cuts exactly) to float rounding. The micro labels take 8 or 9 columns (BOS, EOS
+    included): with 18 windows of an 18-column window each length is its own width (two graphs), with
+    two windows both round up to 9 (one graph)."""
+    from torch._dynamo.utils import counters
+
+    from train.trainer import train
+
+    torch.set_num_threads(1)
+    common = ("max_steps=8", "log_every=1", "ckpt_every=0", "model.kind=ar", "model.max_len=18", "batch_size=1")
+    train(micro_cfg(micro_data, tmp_path / "eager", *common, "compile=false"))
+    graphs = {}
+    for windows in (2, 18):
+        torch._dynamo.reset()
+        counters.clear()
+        train(micro_cfg(micro_data, tmp_path / f"w{windows}", *common, "compile=true", f"compile_windows={windows}"))
+        graphs[windows] = counters["stats"]["unique_graphs"]
+    assert graphs == {2: 1, 18: 2}
+    eager, compiled = _losses(tmp_path / "eager"), _losses(tmp_path / "w2")
+    for step in eager:
+        assert compiled[step] == pytest.approx(eager[step], rel=1e-4), step
+
+
+def test_compile_windows_must_be_positive():
+    from train.config import apply_overrides, preset
+
+    with pytest.raises(ValueError, match="compile_windows must be >= 1"):
+        apply_overrides(preset("micro"), ["compile_windows=0"])

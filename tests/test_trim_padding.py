@@ -129,3 +129,32 @@ def test_the_trainer_buckets_and_trims_an_eager_step(micro_data, tmp_path):  # n
     batch = next(iter(trainer._loader(torch.Generator().manual_seed(0))))
     trainer.train_step(batch)
     assert seen == [int((batch["tokens"] != 0).sum(1).max())] and seen[0] < batch["tokens"].shape[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(full=st.integers(2, 300), buckets=st.integers(1, 12), data=st.data())
+def test_a_bucketed_width_is_the_smallest_allowed_width_that_holds_the_labels(full, buckets, data):
+    from model.recognizer import bucket_width
+
+    width = data.draw(st.integers(1, full))
+    allowed = sorted({-(-full * k // buckets) for k in range(1, buckets + 1)})
+    got = bucket_width(width, full, buckets)
+    assert got in allowed and got >= width and allowed[-1] == full
+    assert all(w < width for w in allowed if w < got)
+
+
+def test_a_compiled_loss_cuts_to_one_of_its_windows():
+    """trim_padding(buckets=4) on a 24-token window: the longest label (11 columns with BOS and EOS)
+    rounds up to 12, half the window; the loss is the same as on the exact cut."""
+    from tokenizer.label_spec import LabelSpec
+    torch.manual_seed(0)
+    model = tiny_model("ar", labels=LabelSpec.build("token", LABELS), max_len=24, dropout=0.0).train()
+    batch = batch_for(model, LABELS)
+    exact, windowed = model.trim_padding(batch), model.trim_padding(batch, buckets=4)
+    assert exact["tokens"].shape[1] == 11 and windowed["tokens"].shape[1] == 12
+    assert model.trim_padding(batch, buckets=1) is batch
+    images = torch.rand(len(LABELS), 1, 32, 64)
+    a = model.loss(images, exact, torch.Generator().manual_seed(0))
+    b = model.loss(images, windowed, torch.Generator().manual_seed(0))
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], rtol=1e-5, atol=1e-6)

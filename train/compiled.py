@@ -1,8 +1,9 @@
 """torch.compile for training and decoding: what is compiled, in one place.
 
 Training compiles the recognizer's whole loss (forward and backward): the trainer draws the step's
-random numbers outside it (`Recognizer.draws`), and batches have fixed shapes (every label padded to
-`max_len`, every image the canvas), so one graph serves every step. Where the whole loss stays eager
+random numbers outside it (`Recognizer.draws`), and batches have few shapes (every image the canvas;
+labels padded to `max_len`, or for a token recognizer cut to one of `compile_windows` widths), so one
+graph per width serves every step. Where the whole loss stays eager
 (the CPU default), `compile_parts` compiles only the submodules a step calls many times with one shape
 (`Recognizer.train_parts`: HVT's coverage attention, once per LSTM step); the eager step keeps its
 trimmed window and calls the same compiled graph at every position. On the CPU a compiled step draws

@@ -151,6 +151,7 @@ class TrainConfig:
     device: str = "auto"                 # auto | cpu | cuda
     compile: bool | None = None          # None: on for CUDA, off on CPU
     compile_parts: bool = False          # compile the recognizer's train_parts (HVT's attention) even where compile is off
+    compile_windows: int = 4             # a compiled token loss cuts its window to one of this many widths (1: always max_len)
     bf16: bool | None = None             # None: on for CUDA, off on CPU
     threads: int = 0                     # torch CPU threads; 0 = torch default
     ddp_check: bool = False              # each rank writes a digest of its parameters at the end (tests)
@@ -413,6 +414,8 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> TrainConfig:
         leaf = key.removeprefix("model.")
         if key.startswith("model.") and leaf in inert:
             raise ValueError(f"{key} does nothing for model.kind={cfg.model.kind} {inert[leaf]}")
+    if cfg.compile_windows < 1:
+        raise ValueError(f"compile_windows must be >= 1 (1: every step on the full window), got {cfg.compile_windows}")
     return cfg
 
 

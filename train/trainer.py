@@ -383,8 +383,9 @@ class Trainer:
             group["lr"] = lr
         images = batch["image"].to(env.device, non_blocking=True)
         tensors = {k: v.to(env.device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        if not self.whole_compiled:  # no PAD columns past the longest label (a whole compiled loss keeps one shape)
-            tensors = self.model.trim_padding(tensors)
+        # no PAD columns past the longest label; a whole compiled loss rounds the cut up to one of
+        # `compile_windows` widths, one graph each
+        tensors = self.model.trim_padding(tensors, cfg.compile_windows if self.whole_compiled else 0)
         tensors.update(self.model.step_inputs(step))
         gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_003 + step * 131 + env.rank)
         tensors.update(self.model.draws(tensors, gen))  # outside the (compiled) step: it sees tensors only
@@ -409,7 +410,11 @@ class Trainer:
         those, the run says why and trains eager."""
         parts = self.model.train_parts
         if not parts:
-            return (compile_for_training(self.model), ()) if self.env.compile else (self.model, ())
+            if not self.env.compile:
+                return self.model, ()
+            limit = torch._dynamo.config.recompile_limit  # one graph per window width, none left eager
+            torch._dynamo.config.recompile_limit = max(limit, self.cfg.compile_windows + 1)
+            return compile_for_training(self.model), ()
         why_not = compiler_works()
         if why_not:
             log(f"[train] note: compile_parts off: torch.compile cannot build here ({why_not}); the step runs eager")
