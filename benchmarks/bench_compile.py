@@ -147,18 +147,24 @@ def train_pair(label: str, tcfg: TrainConfig, size, batch: int, blocks: int, per
             **{f"{name}_step_ms": v for name, v in ms.items()}, **ratio, "warmup_s": warmup}
 
 
-def profile_eager(tcfg: TrainConfig, size, batch: int, top: int = 8) -> list[dict]:
-    """Where an eager step's time goes: the ops with the most self CPU time over 5 steps, and their share."""
+def profile_step(tcfg: TrainConfig, size, batch: int, compiled: bool = False, top: int = 8) -> list[dict]:
+    """Where a step's time goes: the ops with the most self CPU time over 5 steps, and their share. A
+    compiled step lists its generated kernels by name (inductor's kernel profiling)."""
+    from torch._inductor import config as inductor_config
     from torch.profiler import ProfilerActivity, profile
 
-    s = Stepper(make(tcfg, size), tcfg, compiled=False)
+    torch._dynamo.reset()
+    inductor_config.cpp.enable_kernel_profile = compiled
+    s = Stepper(make(tcfg, size), tcfg, compiled=compiled)
     images, targets = data(s.model, batch)
     for _ in range(2):
         s.step(images, targets)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(5):
             s.step(images, targets)
-    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    inductor_config.cpp.enable_kernel_profile = False
+    events = sorted((e for e in prof.key_averages() if not e.key.startswith("## Call CompiledFxGraph")),
+                    key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events)
     return [{"op": e.key, "share": e.self_cpu_time_total / total} for e in events[:top]]
 
@@ -231,7 +237,8 @@ def main(argv=None) -> int:
                          "decides), always (emulated bf16 too), never")
     ap.add_argument("--inductor-rng", action="store_true",
                     help="also time a compiled copy that draws dropout in-graph (inductor's generator)")
-    ap.add_argument("--profile", action="store_true", help="also list where an eager step's time goes")
+    ap.add_argument("--profile", action="store_true",
+                    help="also list where an eager and a compiled step's time goes (the compiled one's kernels by name)")
     ap.add_argument("--smoke", action="store_true", help="tiny models, a few steps")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
@@ -253,8 +260,9 @@ def main(argv=None) -> int:
             row = train_pair(label, tcfg, size, batch, args.blocks, args.per_block, args.compile_mode, bf16,
                              args.inductor_rng)
             if args.profile:
-                row["eager_profile"] = profile_eager(tcfg, size, batch)
-                print("  eager step: " + ", ".join(f"{p['op']} {p['share']:.0%}" for p in row["eager_profile"]))
+                for way in ("eager", "compiled"):
+                    row[f"{way}_profile"] = profile_step(tcfg, size, batch, compiled=way == "compiled")
+                    print(f"  {way} step: " + ", ".join(f"{p['op']} {p['share']:.0%}" for p in row[f"{way}_profile"]))
             row["loss_rel_diff"] = loss_agreement(tcfg, size, batch, args.agree_steps)
             report["train"].append(row)
             bf16_cols = (f"  eager bf16 {row['eager_bf16_step_ms']:7.1f} ms  x{row['bf16_speedup']:.2f}  compiled bf16 "
