@@ -8,7 +8,7 @@ graph per width serves every step. Where the whole loss stays eager
 (`Recognizer.train_parts`: HVT's coverage attention, once per LSTM step); the eager step keeps its
 trimmed window and calls the same compiled graph at every position. On the CPU a compiled step draws
 dropout's random numbers with the eager kernels (`fallback_random`): inductor's in-graph generator is
-slower there (0.89x eager against 1.05-1.07x, BENCHMARKS "Compiled against eager on the CPU"), and
+slower there (0.81-0.88x eager against 1.02-1.10x, BENCHMARKS "Compiled against eager on the CPU"), and
 the compiled losses then equal the eager ones with dropout on. Decoding compiles the parts a
 recognizer calls with the same shapes at every step (`Recognizer.static_parts`: GryphOne's encoder and
 its fixed-window decoder; the AR baseline's decoder on preallocated caches, `static_decoding`), in
