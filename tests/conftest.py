@@ -5,6 +5,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The machines that run the suite are shared and noisy: no property test fails on time. Hypothesis's
+# per-example deadline and its "input generation is slow" check are timings, so both are off for every
+# test (a test's own @settings still sets its example count).
+settings.register_profile("shared-machines", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machines")
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_ENV = "GRYPHONE_TEST_DATA"
