@@ -154,6 +154,7 @@ def profile_step(tcfg: TrainConfig, size, batch: int, compiled: bool = False, to
     from torch.profiler import ProfilerActivity, profile
 
     torch._dynamo.reset()
+    was = inductor_config.cpp.enable_kernel_profile
     inductor_config.cpp.enable_kernel_profile = compiled
     s = Stepper(make(tcfg, size), tcfg, compiled=compiled)
     images, targets = data(s.model, batch)
@@ -162,7 +163,7 @@ def profile_step(tcfg: TrainConfig, size, batch: int, compiled: bool = False, to
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(5):
             s.step(images, targets)
-    inductor_config.cpp.enable_kernel_profile = False
+    inductor_config.cpp.enable_kernel_profile = was
     events = sorted((e for e in prof.key_averages() if not e.key.startswith("## Call CompiledFxGraph")),
                     key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events)

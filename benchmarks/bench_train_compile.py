@@ -40,17 +40,13 @@ def variants(windows: int) -> dict[str, tuple[bool, int]]:
 def build(args, compiled: bool, windows: int, out: Path) -> Trainer:
     cfg = apply_overrides(preset(args.config), [*args.overrides, f"compile_windows={windows}", "eval.every=0"])
     cfg.data.root, cfg.out = args.data, str(out)
-    torch._dynamo.reset()  # no recompile limit carried over from another variant
     return Trainer(cfg, Env(torch.device("cpu"), compile=compiled), None, None)
 
 
 def window(trainer: Trainer, batch: dict) -> int:
-    """The label columns this trainer's step computes on for `batch`."""
-    tokens = batch.get("tokens")
-    if tokens is None:
-        return int(next(v for v in batch.values() if isinstance(v, torch.Tensor) and v.dim() == 2).shape[1])
-    cut = trainer.model.trim_padding({"tokens": tokens}, trainer.cfg.compile_windows if trainer.whole_compiled else 0)
-    return int(cut["tokens"].shape[1])
+    """The label columns this trainer's step computes on for `batch` (its own cut, Trainer.cut_window)."""
+    cut = trainer.cut_window({k: v for k, v in batch.items() if isinstance(v, torch.Tensor) and v.dim() == 2})
+    return int(next(iter(cut.values())).shape[1])
 
 
 def main(argv=None) -> int:

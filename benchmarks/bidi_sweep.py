@@ -35,11 +35,17 @@ WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 SETS = ("l2r", "both")
 
 
-def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]:
-    """Each image's distinct candidates from both beams: text, which beams found it, log p each way, length."""
+def two_way_steps(recognizer, images: torch.Tensor):
+    """The recognizer's token steps for `images`, which must read right to left too (ValueError if not)."""
     steps = recognizer.token_steps(images)
     if steps.r2l is None:
         raise ValueError("the recognizer reads one way only: no member learned right to left (model.bidirectional)")
+    return steps
+
+
+def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]:
+    """Each image's distinct candidates from both beams: text, which beams found it, log p each way, length."""
+    steps = two_way_steps(recognizer, images)
     vocab, out = recognizer.labels.vocab, []
     for i in range(steps.images):
         cands, found_l2r, fwd, bwd = both_ways(steps, i, width)
@@ -51,9 +57,7 @@ def candidates(recognizer, images: torch.Tensor, width: int) -> list[list[dict]]
 
 def greedy_both_ways(recognizer, images: torch.Tensor) -> list[tuple[str, str]]:
     """Each image read greedily left to right and right to left (flipped back): (l2r text, r2l text)."""
-    steps = recognizer.token_steps(images)
-    if steps.r2l is None:
-        raise ValueError("the recognizer reads one way only: no member learned right to left (model.bidirectional)")
+    steps = two_way_steps(recognizer, images)
     vocab, out = recognizer.labels.vocab, []
     for i in range(steps.images):
         ahead = beam(steps.image(i, 1), 1, steps.max_len, steps.device)[0][1]

@@ -54,6 +54,7 @@ def test_compiled_cpu_training_draws_the_eager_dropout(kind):
     """With dropout on, a CPU-compiled loss draws from the eager generator (fallback_random): on the
     same window, the same masks, so the same losses and gradients as eager to float rounding. (The
     trainer's eager step trims the window to the batch's longest label, so there the masks differ.)"""
+    from tokenizer.vocab import TokenVocab
     from train.compiled import compile_for_training
 
     torch.manual_seed(0)
@@ -64,9 +65,9 @@ def test_compiled_cpu_training_draws_the_eager_dropout(kind):
     images = torch.rand(3, 1, 32, 64, generator=torch.Generator().manual_seed(1))
     L = eager.cfg.max_len
     if kind == "ar":  # BOS, 8 tokens, EOS, PAD after
-        tokens = torch.full((3, L), 0, dtype=torch.long)
-        tokens[:, 1:9] = torch.randint(3, 15, (3, 8))
-        tokens[:, 0], tokens[:, 9] = 1, 2
+        tokens = torch.full((3, L), TokenVocab.PAD, dtype=torch.long)
+        tokens[:, 1:9] = torch.randint(TokenVocab.UNK + 1, 15, (3, 8))
+        tokens[:, 0], tokens[:, 9] = TokenVocab.BOS, TokenVocab.EOS
         batch = {"tokens": tokens}
     else:
         batch = {"symbols": torch.randint(3, 20, (3, L)), "modifiers": torch.randint(3, 7, (3, L))}

@@ -383,9 +383,7 @@ class Trainer:
             group["lr"] = lr
         images = batch["image"].to(env.device, non_blocking=True)
         tensors = {k: v.to(env.device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        # no PAD columns past the longest label; a whole compiled loss rounds the cut up to one of
-        # `compile_windows` widths, one graph each
-        tensors = self.model.trim_padding(tensors, cfg.compile_windows if self.whole_compiled else 0)
+        tensors = self.cut_window(tensors)
         tensors.update(self.model.step_inputs(step))
         gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_003 + step * 131 + env.rank)
         tensors.update(self.model.draws(tensors, gen))  # outside the (compiled) step: it sees tensors only
@@ -403,6 +401,11 @@ class Trainer:
         self.pos.step += 1
         self.pos.batch_in_epoch += 1
         return {k: v.detach() for k, v in parts.items()}, lr, grad_norm
+
+    def cut_window(self, tensors: dict) -> dict:
+        """The step's label columns: none past the longest label (`Recognizer.trim_padding`); a whole
+        compiled loss rounds the cut up to one of `compile_windows` widths, one graph each."""
+        return self.model.trim_padding(tensors, self.cfg.compile_windows if self.whole_compiled else 0)
 
     def _compiled(self) -> tuple[torch.nn.Module, tuple[str, ...]]:
         """(the module the step calls, the parts compiled in place), after the EMA copy, which stays eager.
