@@ -19,6 +19,9 @@
 # FONTS: the TeX fonts each train and valid image is typeset in, one drawn per image (default
 # cm,times,palatino, as the shipped print-ar was trained; FONTS=cm for Computer Modern alone); each font
 # but cm adds a test split (test_times, test_palatino: the test formulas in that font).
+# UNSEEN: TeX fonts kept out of training, each drawn as a test split of its own (default euler,sans:
+# test_euler, test_sans, the test formulas in Euler's upright letters and in sans-serif math); UNSEEN=
+# for none. Why: a reader is handed fonts its training never showed it; these splits say how it reads them.
 # REPEAT=k (default 4, as the shipped print-ar was trained; 0 for none): draw the main corpus's own
 # training formulas (printed-corpus/train_main.txt, the IM2LATEX ones, which valid and test resemble)
 # k more times, each copy with its own seed, so its own fonts, sizes and degradations (splits
@@ -33,6 +36,7 @@ latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
 r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}; renamed=${RENAME:-0}
+unseen=${UNSEEN-euler,sans}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
@@ -63,6 +67,10 @@ if [ ! -d "$data/test" ]; then
   for f in ${fonts//,/ }; do
     [ "$f" = cm ] || python -m datasets_prep.synth --style print --renderer "$r" --fonts "$f" --labels "$corpus/test.txt" \
         --split "test_$f" --out "$img" --quiet "${count[@]}" || true
+  done
+  for f in ${unseen//,/ }; do
+    [[ ",$fonts," == *",$f,"* ]] || python -m datasets_prep.synth --style print --renderer "$r" --fonts "$f" \
+        --labels "$corpus/test.txt" --split "test_$f" --out "$img" --quiet "${count[@]}" || true
   done
   python -m datasets_prep.synth --style print --renderer "$r" --vary --seed 1 --labels "$corpus/test.txt" \
       --split test_varied --out "$img" --quiet "${count[@]}" || true

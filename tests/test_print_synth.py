@@ -279,14 +279,16 @@ def test_an_unknown_font_is_refused_before_anything_is_drawn(tmp_path):
 @pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
                                          + " ".join(DEBIAN_PACKAGES) + ")")
 def test_tex_draws_each_formula_in_its_own_font(tmp_path):
-    """Three fonts, three different images of one formula; a set in several fonts holds, for each
+    """Five fonts, five different images of one formula; a set in several fonts holds, for each
     image, exactly what render_tex draws in the font font_of gave it, and counts the fonts."""
     from datasets_prep.synth.print_set import font_of
     from datasets_prep.synth.tex import FONTS
 
     formula = r"\int _ { 0 } ^ { \infty } e ^ { - x ^ { 2 } } d x = \frac { \sqrt { \pi } } { 2 } \mathbb { R }"
     images = {font: render_tex(formula, font=font) for font in FONTS}
-    assert not np.array_equal(images["cm"], images["times"]) and not np.array_equal(images["times"], images["palatino"])
+    assert set(images) == {"cm", "times", "palatino", "euler", "sans"}
+    looks = list(images.values())
+    assert all(not np.array_equal(a, b) for i, a in enumerate(looks) for b in looks[i + 1:])  # five looks
     labels = [r"x ^ { 2 }", formula, r"\alpha \beta + \gamma", r"\sum _ { i } a _ { i }", r"\frac { a } { b }",
               r"\undefinedcommand x"]
     s = write_printed(labels, tmp_path / "o", renderer="tex", fonts=tuple(FONTS))

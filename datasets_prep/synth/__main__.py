@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                         "recorded in print_summary.json)")
     p.add_argument("--dpi", type=int, default=None, help="with --renderer tex: dvipng resolution (default 160)")
     p.add_argument("--fonts", default="cm", help="with --renderer tex/auto: comma-separated TeX math fonts, one drawn "
-                   "per image (cm, times, palatino; default: cm)")
+                   "per image (cm, times, palatino, euler, sans; default: cm)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p

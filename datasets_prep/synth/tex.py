@@ -36,10 +36,15 @@ DEBIAN_PACKAGES = ("texlive-latex-base", "texlive-latex-recommended", "texlive-f
 TOOLS = ("latex", "dvipng")
 FONTS = {"cm": r"\usepackage{amsmath,amssymb}",
          "times": r"\usepackage{amsmath}\usepackage{txfonts}",
-         "palatino": r"\usepackage{amsmath}\usepackage{pxfonts}"}
+         "palatino": r"\usepackage{amsmath}\usepackage{pxfonts}",
+         "euler": r"\usepackage{amsmath,amssymb}\usepackage{euler}",
+         "sans": r"\usepackage{amsmath,amssymb}\usepackage{sansmath}\sansmath"}
 """The math fonts TeX draws with: Computer Modern (how the published datasets were typeset), Times and
 Palatino (txfonts / pxfonts, from the packages above; each carries the AMS symbols itself, so
-amssymb, which would clash with them, is not loaded)."""
+amssymb, which would clash with them, is not loaded); Zapf's Euler (upright letters and Greek, as in
+Concrete Mathematics) and sans-serif math (sansmath over Computer Modern Sans, as slides set their
+formulas), two looks far from the other three, which `benchmarks/print_cpu.sh` keeps out of training
+as test splits of fonts a reader never saw. All five come with the Debian packages below."""
 
 
 def preamble(font: str = "cm") -> str:
