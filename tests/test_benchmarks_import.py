@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -192,6 +193,31 @@ def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
     path.write_text(json.dumps(report))
     assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
     assert "| 0-19 | 1 | 0.0 / 0.0 |" in capsys.readouterr().out
+    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+
+
+@pytest.mark.skipif(shutil.which("latex") is None or shutil.which("dvipng") is None,
+                    reason="latex and dvipng are not installed (apt-get install texlive-latex-base "
+                           "texlive-latex-recommended texlive-fonts-recommended dvipng)")
+def test_tex_image_match_counts_pictures_not_spellings(tmp_path, capsys):
+    """Spellings TeX draws alike match; a different picture, or a prediction TeX refuses, is a miss; a
+    reference TeX refuses is left out and counted."""
+    mod = load_script("tex_image_match")
+    pairs = [("x ^ { 2 }", "x ^ 2"),                       # same picture, other tokens: a match
+             ("E = m c ^ { 2 } \\, .", "E = m c ^ { 2 } ."),  # a thin space: blank columns aside, a match
+             ("a + b", "a + b"),                           # same tokens
+             ("x ^ { 2 }", "x _ { 2 }"),                   # another picture
+             ("\\frac { a } { b }", "\\frac { a } {"),     # TeX refuses the prediction: a miss
+             ("\\undefinedcommand x", "x")]                # TeX refuses the reference: left out
+    t = mod.tex_image_table(pairs)
+    assert (t["samples"], t["scored"], t["ref_undrawable"], t["hyp_undrawable"]) == (6, 5, 1, 1), t
+    assert t["image_exact_match"] == pytest.approx(60.0) and t["text_exact_match"] == pytest.approx(100 / 6)
+    report = {"results": {"test": {"predictions": [
+        {"sample_id": str(i), "decoder": "beam5", "seed": 0, "ref": r, "hyp": h} for i, (r, h) in enumerate(pairs)]}}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
+    assert "| one | 6 | 16.67 | 60.00 | 5 | 1 | 1 |" in capsys.readouterr().out
     assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
 
 
