@@ -8,6 +8,9 @@ itself (latex + dvipng, `datasets_prep.synth.tex`, Computer Modern unless `--fon
 figures were made. Both sides go through `tokenizer.markup_metrics.ink_columns` (ink below gray 128,
 blank columns removed, as im2markup's whitespace-free variant does) and must be equal pixel for
 pixel. A reference TeX refuses is left out (counted); a prediction TeX refuses counts as a miss.
+TeX puts each glyph on whole pixels, so a thin space can move what follows by a column: pixel equality
+undercounts. The last column counts the misses whose two sides have one canonical spelling
+(`tokenizer.normalize`: spacing commands and redundant braces aside), the likeliest such cases.
 
     python benchmarks/tex_image_match.py NAME=eval.json [NAME=eval.json ...] --split test --decoder beam5
 """
@@ -26,6 +29,7 @@ sys.path.insert(0, str(HERE))
 from exact_by_length import report_parser, tables_of  # noqa: E402
 
 from datasets_prep.synth.tex import DEFAULT_DPI, TexUnavailable, check_tex, render_tex_batch  # noqa: E402
+from tokenizer import LatexError, normalize  # noqa: E402
 from tokenizer.markup_metrics import exact_match, ink_columns  # noqa: E402
 
 
@@ -37,7 +41,7 @@ def tex_image_table(pairs: Sequence[tuple[str, str]], font: str = "cm", dpi: int
     drawn_refs = render_tex_batch(refs, dpi=dpi, font=font)
     todo = [i for i, r in enumerate(hyps) if r.split() != refs[i].split()]  # equal tokens draw equal pictures
     drawn_hyps = dict(zip(todo, render_tex_batch([hyps[i] for i in todo], dpi=dpi, font=font)))
-    matched = scored = ref_bad = hyp_bad = 0
+    matched = scored = ref_bad = hyp_bad = spelled_alike = 0
     for i, ref in enumerate(drawn_refs):
         if not isinstance(ref, np.ndarray):
             ref_bad += 1
@@ -51,10 +55,21 @@ def tex_image_table(pairs: Sequence[tuple[str, str]], font: str = "cm", dpi: int
             hyp_bad += 1
             continue
         a, b = ink_columns(ref), ink_columns(hyp)
-        matched += a.shape == b.shape and bool(np.array_equal(a, b))
+        if a.shape == b.shape and bool(np.array_equal(a, b)):
+            matched += 1
+        elif canonical(refs[i]) == canonical(hyps[i]):
+            spelled_alike += 1
     return {"samples": len(pairs), "text_exact_match": 100 * exact_match(refs, hyps),
             "image_exact_match": 100 * matched / scored if scored else 0.0, "scored": scored,
-            "ref_undrawable": ref_bad, "hyp_undrawable": hyp_bad}
+            "ref_undrawable": ref_bad, "hyp_undrawable": hyp_bad, "canonical_pixels_differ": spelled_alike}
+
+
+def canonical(latex: str) -> str | None:
+    """`tokenizer.normalize`'s spelling, or None when it does not lex."""
+    try:
+        return normalize(latex)
+    except LatexError:
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,11 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     if tables is None:
         return 2
     print(f"| report ({args.split}, {args.decoder}) | samples | exact match (text) | image exact match (TeX) "
-          "| scored | references TeX refused | predictions TeX refused |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| scored | references TeX refused | predictions TeX refused | misses spelled alike |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, t in tables.items():
         print(f"| {name} | {t['samples']} | {t['text_exact_match']:.2f} | {t['image_exact_match']:.2f} | "
-              f"{t['scored']} | {t['ref_undrawable']} | {t['hyp_undrawable']} |")
+              f"{t['scored']} | {t['ref_undrawable']} | {t['hyp_undrawable']} | {t['canonical_pixels_differ']} |")
     return 0
 
 
