@@ -44,7 +44,7 @@ Palatino (txfonts / pxfonts, from the packages above; each carries the AMS symbo
 amssymb, which would clash with them, is not loaded); Zapf's Euler (upright letters and Greek, as in
 Concrete Mathematics) and sans-serif math (sansmath over Computer Modern Sans, as slides set their
 formulas), two looks far from the other three, which `benchmarks/print_cpu.sh` keeps out of training
-as test splits of fonts a reader never saw. All five come with the Debian packages below."""
+as test splits of fonts a reader never saw. All five come with DEBIAN_PACKAGES."""
 
 
 def preamble(font: str = "cm") -> str:
