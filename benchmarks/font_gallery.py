@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from datasets_prep.synth.errors import SynthError  # noqa: E402
 from datasets_prep.synth.tex import FONTS, TexUnavailable, check_tex, render_tex  # noqa: E402
-from tokenizer.markup_metrics import ink_columns  # noqa: E402
+from tokenizer.markup_metrics import same_ink  # noqa: E402
+from train.eval import canonical  # noqa: E402
 
 FORMULAS = (r"x = \frac{-b \pm \sqrt{b^{2} - 4ac}}{2a}",
             r"\int_{-\infty}^{\infty} e^{-x^{2}} \, dx = \sqrt{\pi}",
@@ -47,20 +48,11 @@ class Reading:
     same: bool                   # the same canonical spelling, or the same Computer Modern picture
 
 
-def same_picture(a: np.ndarray, b: np.ndarray) -> bool:
-    x, y = ink_columns(a), ink_columns(b)
-    return x.shape == y.shape and bool(np.array_equal(x, y))
-
-
 def same_spelling(a: str, b: str) -> bool:
-    """Equal once both are in `tokenizer.normalize`'s canonical spelling (spacing commands and
+    """Equal once both are in their canonical spelling (`train.eval.canonical`: spacing commands and
     redundant braces aside). Why beside the pictures: TeX places each glyph on whole pixels, so a thin
     space can move what follows by a pixel column and two readings of one picture differ in pixels."""
-    from tokenizer import LatexError, normalize
-    try:
-        return normalize(a) == normalize(b)
-    except LatexError:
-        return False
+    return canonical(a) == canonical(b)
 
 
 def read_fonts(formula: str, fonts: Sequence[str], ckpt: str | None) -> list[Reading]:
@@ -76,7 +68,7 @@ def read_fonts(formula: str, fonts: Sequence[str], ckpt: str | None) -> list[Rea
             redrawn = render_tex(latex, font="cm")
         except SynthError:
             redrawn = None
-        same = same_spelling(formula, latex) or (redrawn is not None and same_picture(reference, redrawn))
+        same = same_spelling(formula, latex) or (redrawn is not None and same_ink(reference, redrawn))
         out.append(Reading(font, typeset, latex, redrawn, same))
     return out
 

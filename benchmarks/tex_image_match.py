@@ -5,12 +5,12 @@ and the prediction are both typeset and the two images compared, so `x^{2}` and 
 the picture does not need, are the same answer. `train.eval --markup images` draws both sides with
 the project's layout engine (no TeX needed, 5-7% of references undrawable); this draws them with TeX
 itself (latex + dvipng, `datasets_prep.synth.tex`, Computer Modern unless `--font`), as the published
-figures were made. Both sides go through `tokenizer.markup_metrics.ink_columns` (ink below gray 128,
+figures were made. Both sides go through `tokenizer.markup_metrics.same_ink` (ink below gray 128,
 blank columns removed, as im2markup's whitespace-free variant does) and must be equal pixel for
 pixel. A reference TeX refuses is left out (counted); a prediction TeX refuses counts as a miss.
 TeX puts each glyph on whole pixels, so a thin space can move what follows by a column: pixel equality
 undercounts. The last column counts the misses whose two sides have one canonical spelling
-(`tokenizer.normalize`: spacing commands and redundant braces aside), the likeliest such cases.
+(`train.eval.canonical`: spacing commands and redundant braces aside), the likeliest such cases.
 
     python benchmarks/tex_image_match.py NAME=eval.json [NAME=eval.json ...] --split test --decoder beam5
 """
@@ -29,8 +29,8 @@ sys.path.insert(0, str(HERE))
 from exact_by_length import report_parser, tables_of  # noqa: E402
 
 from datasets_prep.synth.tex import DEFAULT_DPI, TexUnavailable, check_tex, render_tex_batch  # noqa: E402
-from tokenizer import LatexError, normalize  # noqa: E402
-from tokenizer.markup_metrics import exact_match, ink_columns  # noqa: E402
+from tokenizer.markup_metrics import exact_match, same_ink  # noqa: E402
+from train.eval import canonical  # noqa: E402
 
 
 def tex_image_table(pairs: Sequence[tuple[str, str]], font: str = "cm", dpi: int = DEFAULT_DPI) -> dict[str, float]:
@@ -54,22 +54,13 @@ def tex_image_table(pairs: Sequence[tuple[str, str]], font: str = "cm", dpi: int
         if not isinstance(hyp, np.ndarray):
             hyp_bad += 1
             continue
-        a, b = ink_columns(ref), ink_columns(hyp)
-        if a.shape == b.shape and bool(np.array_equal(a, b)):
+        if same_ink(ref, hyp):
             matched += 1
         elif canonical(refs[i]) == canonical(hyps[i]):
             spelled_alike += 1
     return {"samples": len(pairs), "text_exact_match": 100 * exact_match(refs, hyps),
             "image_exact_match": 100 * matched / scored if scored else 0.0, "scored": scored,
             "ref_undrawable": ref_bad, "hyp_undrawable": hyp_bad, "canonical_pixels_differ": spelled_alike}
-
-
-def canonical(latex: str) -> str | None:
-    """`tokenizer.normalize`'s spelling, or None when it does not lex."""
-    try:
-        return normalize(latex)
-    except LatexError:
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+
+import pytest
 
 from datasets_prep.render_spec import RenderSpec
+from datasets_prep.synth.tex import DEBIAN_PACKAGES, TOOLS
 from model import ARConfig, GryphOneConfig, LossConfig, build
 from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 from tokenizer.vocab import EMPTY_MODIFIER, SATVocab, TokenVocab
+
+needs_tex = pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
+                               reason=f"latex and dvipng are not installed (apt-get install {' '.join(DEBIAN_PACKAGES)})")
+"""For tests that typeset with a real TeX (datasets_prep.synth.tex); CI installs it."""
 
 TINY = dict(patch=16, enc_dim=32, enc_depth=1, enc_heads=2, dec_dim=32, dec_depth=2, dec_heads=2, dropout=0.0,
             max_len=12)

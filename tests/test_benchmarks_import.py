@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import torch
 from datasets_prep.inkml import convert
 from datasets_prep.synth import generate
 from model import load
+
+from builders import needs_tex
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
@@ -28,6 +29,13 @@ def load_script(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def named_report(tmp_path: Path, report: dict) -> str:
+    """`report` written as a train.eval --json file, as the report-reading scripts take it: one=PATH."""
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    return f"one={path}"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -189,16 +197,13 @@ def test_exact_by_length_buckets_and_scores(tmp_path, capsys):
     # predictions as train.eval writes them (LaTeX as written) are spaced into tokens first, as it scores them
     assert table["0-19"] == (3, 100.0, 100.0) and table["20-39"] == (1, 0.0, 0.0)
     assert table["all"][0] == 4
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(report))
-    assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
+    named = named_report(tmp_path, report)
+    assert mod.main([named, "--decoder", "beam5"]) == 0
     assert "| 0-19 | 1 | 0.0 / 0.0 |" in capsys.readouterr().out
-    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+    assert mod.main([named, "--decoder", "beam9"]) == 2
 
 
-@pytest.mark.skipif(shutil.which("latex") is None or shutil.which("dvipng") is None,
-                    reason="latex and dvipng are not installed (apt-get install texlive-latex-base "
-                           "texlive-latex-recommended texlive-fonts-recommended dvipng)")
+@needs_tex
 def test_tex_image_match_counts_pictures_not_spellings(tmp_path, capsys):
     """Spellings TeX draws alike match; a different picture, or a prediction TeX refuses, is a miss; a
     reference TeX refuses is left out and counted."""
@@ -219,16 +224,13 @@ def test_tex_image_match_counts_pictures_not_spellings(tmp_path, capsys):
     assert t["canonical_pixels_differ"] == 1
     report = {"results": {"test": {"predictions": [
         {"sample_id": str(i), "decoder": "beam5", "seed": 0, "ref": r, "hyp": h} for i, (r, h) in enumerate(pairs)]}}}
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(report))
-    assert mod.main([f"one={path}", "--decoder", "beam5"]) == 0
+    named = named_report(tmp_path, report)
+    assert mod.main([named, "--decoder", "beam5"]) == 0
     assert "| one | 7 | 14.29 | 50.00 | 6 | 1 | 1 | 1 |" in capsys.readouterr().out
-    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+    assert mod.main([named, "--decoder", "beam9"]) == 2
 
 
-@pytest.mark.skipif(shutil.which("latex") is None or shutil.which("dvipng") is None,
-                    reason="latex and dvipng are not installed (apt-get install texlive-latex-base "
-                           "texlive-latex-recommended texlive-fonts-recommended dvipng)")
+@needs_tex
 def test_font_gallery_draws_what_the_shipped_reader_returns(tmp_path, capsys):
     """Each reading is the reader's own: the picture's 'same' is the canonical spelling or the picture
     typeset back; an unknown font is refused with exit 2 before anything is read."""
@@ -275,12 +277,11 @@ def test_edit_classes_files_edits_by_kind(tmp_path, capsys):
     t = mod.tally(load_script("exact_by_length").spaced_pairs(report, "test", "greedy"))
     assert t["exact"] == 1 and t["braces_spacing_only"] == 1 and t["edits"] == 5
     assert t["per_kind"] == {"braces": 2, "spacing": 1, "letters/digits": 2}
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(report))
-    assert mod.main([f"one={path}"]) == 0
+    named = named_report(tmp_path, report)
+    assert mod.main([named]) == 0
     out = capsys.readouterr().out
     assert "| braces | 2 (40.0%) |" in out and "| wrong only in braces / spacing | 1 (33.3%) |" in out
-    assert mod.main([f"one={path}", "--decoder", "beam9"]) == 2
+    assert mod.main([named, "--decoder", "beam9"]) == 2
 
 
 def test_beam_rerank_keeps_every_finished_hypothesis(smoke, micro_shards, capsys):

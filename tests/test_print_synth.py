@@ -20,7 +20,7 @@ from datasets_prep.synth.tex import DEBIAN_PACKAGES, TexUnavailable, check_tex, 
 from tokenizer import tokenize
 from tokenizer.markup_metrics import image_exact_match, markup_scores
 
-HAVE_TEX = shutil.which("latex") is not None and shutil.which("dvipng") is not None
+from builders import needs_tex
 
 
 def ink_rows(img: np.ndarray) -> tuple[int, int]:
@@ -190,8 +190,7 @@ def test_tex_renderer_missing_is_one_line_naming_the_debian_packages(tmp_path, c
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.png"))
 
 
-@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
-                                         + " ".join(DEBIAN_PACKAGES) + ")")
+@needs_tex
 def test_tex_renderer_draws_and_refuses(tmp_path):
     img = render_tex(r"\frac { a } { b } + x ^ { 2 }")
     assert img.dtype == np.uint8 and img.min() < 64 and np.median(img) == 255
@@ -215,8 +214,7 @@ def test_real_formulas_draw_or_fail_with_a_reason(shared_data):
     assert drawn >= 0.85 * len(lines)
 
 
-@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
-                                         + " ".join(DEBIAN_PACKAGES) + ")")
+@needs_tex
 def test_tex_batches_give_what_each_formula_gives_alone():
     """One document for many formulas: a refused formula is found by halving, a formula that could reach
     past its page is typeset alone, and every image is the one render_tex draws by itself."""
@@ -235,8 +233,7 @@ def test_tex_batches_give_what_each_formula_gives_alone():
             assert isinstance(one, np.ndarray) and np.array_equal(one, alone), latex
 
 
-@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
-                                         + " ".join(DEBIAN_PACKAGES) + ")")
+@needs_tex
 def test_auto_draws_with_tex_and_falls_back_to_the_engine_saying_which(tmp_path):
     from datasets_prep.synth.print_variation import PrintVariation
 
@@ -276,8 +273,7 @@ def test_an_unknown_font_is_refused_before_anything_is_drawn(tmp_path):
     assert not any((tmp_path / "o").rglob("*.png"))
 
 
-@pytest.mark.skipif(not HAVE_TEX, reason="latex and dvipng are not installed (apt-get install "
-                                         + " ".join(DEBIAN_PACKAGES) + ")")
+@needs_tex
 def test_tex_draws_each_formula_in_its_own_font(tmp_path):
     """Five fonts, five different images of one formula; a set in several fonts holds, for each
     image, exactly what render_tex draws in the font font_of gave it, and counts the fonts."""

@@ -142,6 +142,16 @@ def ink_columns(image: np.ndarray) -> np.ndarray:
     return ink[rows[0]:rows[-1] + 1] if rows.size else ink[:0]
 
 
+def same_ink_masks(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two `ink_columns` masks equal pixel for pixel."""
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def same_ink(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two gray images draw the same ink, blank columns aside (image exact match of drawn pictures)."""
+    return same_ink_masks(ink_columns(a), ink_columns(b))
+
+
 def image_exact_match(ref_latex: str, hyp_latex: str, render: Renderer) -> ImageMatch:
     """Do two formulas draw the same ink, blank columns aside? Renders both with `render`."""
     masks = []
@@ -150,8 +160,7 @@ def image_exact_match(ref_latex: str, hyp_latex: str, render: Renderer) -> Image
             masks.append(ink_columns(render(latex)))
         except ValueError as e:
             return ImageMatch(None, f"{side} cannot be drawn: {getattr(e, 'reason', None) or e}")
-    a, b = masks
-    return ImageMatch(a.shape == b.shape and bool(np.array_equal(a, b)))
+    return ImageMatch(same_ink_masks(*masks))
 
 
 def markup_scores(refs: list[str], hyps: list[str], images: bool = False,
