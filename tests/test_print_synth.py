@@ -275,21 +275,42 @@ def test_an_unknown_font_is_refused_before_anything_is_drawn(tmp_path):
 
 @needs_tex
 def test_tex_draws_each_formula_in_its_own_font(tmp_path):
-    """Five fonts, five different images of one formula; a set in several fonts holds, for each
-    image, exactly what render_tex draws in the font font_of gave it, and counts the fonts."""
+    """Every font this TeX has (the five of the base packages, and FONT_PACKAGES' five where installed),
+    one different image each of one formula; a set in several fonts holds, for each image, exactly
+    what render_tex draws in the font font_of gave it, and counts the fonts."""
     from datasets_prep.synth.print_set import font_of
-    from datasets_prep.synth.tex import FONTS
+    from datasets_prep.synth.tex import FONT_PACKAGES, FONTS, font_available
 
     formula = r"\int _ { 0 } ^ { \infty } e ^ { - x ^ { 2 } } d x = \frac { \sqrt { \pi } } { 2 } \mathbb { R }"
-    images = {font: render_tex(formula, font=font) for font in FONTS}
-    assert set(images) == {"cm", "times", "palatino", "euler", "sans"}
+    here = [font for font in FONTS if font_available(font)]
+    images = {font: render_tex(formula, font=font) for font in here}
+    assert {"cm", "times", "palatino", "euler", "sans"} <= set(images)
+    assert set(FONTS) - set(images) <= set(FONT_PACKAGES)
     looks = list(images.values())
-    assert all(not np.array_equal(a, b) for i, a in enumerate(looks) for b in looks[i + 1:])  # five looks
+    assert all(not np.array_equal(a, b) for i, a in enumerate(looks) for b in looks[i + 1:])  # one look each
     labels = [r"x ^ { 2 }", formula, r"\alpha \beta + \gamma", r"\sum _ { i } a _ { i }", r"\frac { a } { b }",
               r"\undefinedcommand x"]
-    s = write_printed(labels, tmp_path / "o", renderer="tex", fonts=tuple(FONTS))
+    s = write_printed(labels, tmp_path / "o", renderer="tex", fonts=tuple(here))
     assert s["written"] == 5 and sum(s["tex_fonts"].values()) == 5 and len(s["tex_fonts"]) >= 2, s
     from PIL import Image
     for i, latex in enumerate(labels[:5]):
         got = np.asarray(Image.open(tmp_path / "o" / "train" / f"{i:07d}.png").convert("L"))
-        assert np.array_equal(got, render_tex(latex, font=font_of(i, tuple(FONTS)))), i
+        assert np.array_equal(got, render_tex(latex, font=font_of(i, tuple(here)))), i
+
+
+@needs_tex
+def test_a_font_whose_files_tex_lacks_is_refused_naming_its_package(tmp_path, monkeypatch):
+    """Not one formula refused at a time (every image would fall back to the engine): one error before
+    anything is drawn, naming the Debian package, and the CLI's exit 2."""
+    from datasets_prep.synth import tex
+    from datasets_prep.synth.__main__ import main
+
+    monkeypatch.setitem(tex._FONT_STY, "kpfonts", "no-such-style-file-here.sty")
+    with pytest.raises(tex.TexUnavailable, match="apt-get install texlive-fonts-extra"):
+        write_printed([r"x ^ { 2 }"], tmp_path / "o", renderer="auto", fonts=("cm", "kpfonts"))
+    assert not any((tmp_path / "o").rglob("*.png"))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("x ^ { 2 }\n")
+    assert main(["--style", "print", "--renderer", "tex", "--fonts", "kpfonts", "--labels", str(labels),
+                 "--out", str(tmp_path / "o2"), "--quiet"]) == 2
+    assert tex.font_available("cm")

@@ -64,7 +64,8 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     `variation`, each image draws its own size, stroke weight, skew, blur, noise and JPEG quality from
     (variation.seed, its index); a TeX image takes the size by resampling and keeps TeX's weight.
     fonts: the TeX math fonts (tex.FONTS) images are drawn in, one per image (`font_of`, seeded by
-    variation.seed); the engine has its own one. Raises ValueError on a bad split, renderer or font."""
+    variation.seed); the engine has its own one. Raises ValueError on a bad split, renderer or font, and
+    TexUnavailable when TeX draws and lacks a font's files (tex.FONT_PACKAGES)."""
     if renderer not in RENDERERS:
         raise ValueError(f"unknown renderer {renderer!r} (choose from {', '.join(RENDERERS)})")
     from .tex import preamble
@@ -76,6 +77,10 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     seed = variation.seed if variation is not None else 0
     plain_name(split)
     use_tex = _tex_wanted(renderer)
+    if use_tex:
+        from .tex import check_font
+        for font in fonts:
+            check_font(font)  # TexUnavailable naming the package a font needs
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / LABELS).is_file():  # a previous run's images would otherwise linger unlabelled

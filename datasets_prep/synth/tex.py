@@ -38,13 +38,25 @@ FONTS = {"cm": r"\usepackage{amsmath,amssymb}",
          "times": r"\usepackage{amsmath}\usepackage{txfonts}",
          "palatino": r"\usepackage{amsmath}\usepackage{pxfonts}",
          "euler": r"\usepackage{amsmath,amssymb}\usepackage{euler}",
-         "sans": r"\usepackage{amsmath,amssymb}\usepackage{sansmath}\sansmath"}
+         "sans": r"\usepackage{amsmath,amssymb}\usepackage{sansmath}\sansmath",
+         "kpfonts": r"\usepackage{amsmath}\usepackage{kpfonts}",
+         "utopia": r"\usepackage{amsmath,amssymb}\usepackage{fourier}",
+         "charter": r"\usepackage{amsmath}\usepackage[charter]{mathdesign}",
+         "stix2": r"\usepackage{amsmath}\usepackage{stix2}",
+         "schoolbook": r"\usepackage{amsmath,amssymb}\usepackage{fouriernc}"}
 """The math fonts TeX draws with: Computer Modern (how the published datasets were typeset), Times and
 Palatino (txfonts / pxfonts, from the packages above; each carries the AMS symbols itself, so
 amssymb, which would clash with them, is not loaded); Zapf's Euler (upright letters and Greek, as in
 Concrete Mathematics) and sans-serif math (sansmath over Computer Modern Sans, as slides set their
 formulas), two looks far from the other three, which `benchmarks/print_cpu.sh` keeps out of training
-as test splits of fonts a reader never saw. All five come with DEBIAN_PACKAGES."""
+as test splits of fonts a reader never saw. Those five come with DEBIAN_PACKAGES; the last five
+(Kp-Fonts, Utopia with Fourier, Charter with MathDesign, STIX Two, New Century Schoolbook with
+Fourier) need FONT_PACKAGES' package too, more faces for a reader to train on where a data-making
+machine has it."""
+FONT_PACKAGES = {font: "texlive-fonts-extra" for font in ("kpfonts", "utopia", "charter", "stix2", "schoolbook")}
+"""The Debian package, beyond DEBIAN_PACKAGES, each font needs (1.4 GB installed: not one CI installs)."""
+_FONT_STY = {"kpfonts": "kpfonts.sty", "utopia": "fourier.sty", "charter": "mathdesign.sty",
+             "stix2": "stix2.sty", "schoolbook": "fouriernc.sty"}
 
 
 def preamble(font: str = "cm") -> str:
@@ -60,6 +72,28 @@ DEFAULT_DPI = 160  # about 20 px per em of 12 pt Computer Modern: the size print
 
 class TexUnavailable(RuntimeError):
     """`latex` or `dvipng` is not on PATH; the message says what to install."""
+
+
+def font_available(font: str) -> bool:
+    """Whether this TeX has what `font` (a FONTS key) needs: its style file, found by `kpsewhich`.
+    The five fonts of DEBIAN_PACKAGES are taken as present wherever TeX is."""
+    sty = _FONT_STY.get(font)
+    if sty is None:
+        return True
+    tool = shutil.which("kpsewhich")
+    if tool is None:
+        return False
+    found = subprocess.run([tool, sty], capture_output=True, text=True, timeout=30)
+    return found.returncode == 0 and bool(found.stdout.strip())
+
+
+def check_font(font: str) -> None:
+    """Raise TexUnavailable, naming the Debian package, when TeX lacks `font`'s files (otherwise every
+    formula in it would be refused, one by one)."""
+    preamble(font)
+    if not font_available(font):
+        raise TexUnavailable(f"TeX font {font!r} needs {_FONT_STY[font]}, which this TeX lacks; "
+                             f"on Debian/Ubuntu: apt-get install {FONT_PACKAGES[font]}")
 
 
 def check_tex() -> None:
