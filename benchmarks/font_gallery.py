@@ -1,5 +1,6 @@
 """A picture of the printed reader at work: a few formulas typeset by TeX in every font it knows (the
-three it trained on and the two kept out, `datasets_prep.synth.tex.FONTS`), each beside what the
+three it trained on and the two kept out, `datasets_prep.synth.tex.BASE_FONTS`; any of `FONTS` on
+request), each beside what the
 reader returned, typeset back in Computer Modern, and whether it is the formula (the same canonical
 spelling, or the same picture once both are typeset in Computer Modern).
 
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from datasets_prep.synth.errors import SynthError  # noqa: E402
-from datasets_prep.synth.tex import FONTS, TexUnavailable, check_tex, render_tex  # noqa: E402
+from datasets_prep.synth.tex import BASE_FONTS, FONTS, TexUnavailable, check_font, check_tex, render_tex  # noqa: E402
 from tokenizer.markup_metrics import same_ink  # noqa: E402
 from train.eval import canonical  # noqa: E402
 
@@ -113,7 +114,8 @@ def compose(rows: list[list[Reading]], title: str) -> Image.Image:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ckpt", default=None, help="a checkpoint or shipped name (default: the shipped printed default)")
-    ap.add_argument("--fonts", default=",".join(FONTS), help=f"comma-separated TeX fonts (default {','.join(FONTS)})")
+    ap.add_argument("--fonts", default=",".join(BASE_FONTS),
+                    help=f"comma-separated TeX fonts (default {','.join(BASE_FONTS)}; any of {','.join(FONTS)})")
     ap.add_argument("--formula", action="append", default=None,
                     help="a formula to typeset (repeatable; default: four textbook formulas)")
     ap.add_argument("--out", required=True, help="the PNG to write")
@@ -127,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     from model import CheckpointError
     try:
         check_tex()
+        for f in fonts:
+            check_font(f)  # the Debian package a font needs, before anything is drawn
         rows = [read_fonts(f, fonts, args.ckpt) for f in (args.formula or FORMULAS)]
     except (TexUnavailable, SynthError, ValueError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

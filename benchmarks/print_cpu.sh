@@ -18,7 +18,9 @@
 # SMOKE=1 draws 300 formulas and trains each KIND for a few seconds (checks the script).
 # FONTS: the TeX fonts each train and valid image is typeset in, one drawn per image (default
 # cm,times,palatino, as the shipped print-ar was trained; FONTS=cm for Computer Modern alone); each font
-# but cm adds a test split (test_times, test_palatino: the test formulas in that font).
+# but cm adds a test split (test_times, test_palatino: the test formulas in that font). Any of
+# datasets_prep.synth.tex.FONTS; the five of tex.FONT_PACKAGES need texlive-fonts-extra, and a font TeX
+# lacks stops the script before anything is drawn.
 # UNSEEN: TeX fonts kept out of training, each drawn as a test split of its own (default euler,sans:
 # test_euler, test_sans, the test formulas in Euler's upright letters and in sans-serif math); UNSEEN=
 # for none. Why: a reader is handed fonts its training never showed it; these splits say how it reads them.
@@ -39,6 +41,17 @@ r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}; ren
 unseen=${UNSEEN-euler,sans}
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
+  if [ "$r" != layout ]; then  # a font TeX lacks stops here, naming its package (the drawing below goes on past refusals)
+    python -c 'import sys; from datasets_prep.synth import tex
+try:
+    tex.check_tex()
+except tex.TexUnavailable:
+    sys.exit(0)  # no TeX: --renderer auto draws with the engine, tex refuses below
+try:
+    [tex.check_font(f) for f in sys.argv[1:] if f]
+except (tex.TexUnavailable, ValueError) as e:
+    print(f"error: {e}", file=sys.stderr); sys.exit(2)' ${fonts//,/ } ${unseen//,/ }
+  fi
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
   copy() {  # the main corpus's formulas once more, with seed $1: its own fonts, sizes and degradations

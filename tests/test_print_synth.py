@@ -3,6 +3,7 @@ the set writer (synth/print_set.py, the `folder` layout) and `--style print` on 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -314,3 +315,19 @@ def test_a_font_whose_files_tex_lacks_is_refused_naming_its_package(tmp_path, mo
     assert main(["--style", "print", "--renderer", "tex", "--fonts", "kpfonts", "--labels", str(labels),
                  "--out", str(tmp_path / "o2"), "--quiet"]) == 2
     assert tex.font_available("cm")
+
+
+@needs_tex
+def test_print_cpu_stops_on_a_font_before_drawing_anything(tmp_path):
+    """benchmarks/print_cpu.sh goes on past a formula TeX refuses; a font it cannot draw at all stops it
+    at once (exit 2, the reason on stderr), before the corpus is split or a picture drawn."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "print_cpu.sh"
+    done = subprocess.run(["bash", str(script), str(tmp_path / "no-corpus"), str(tmp_path / "work"), "ar"],
+                          env={**os.environ, "FONTS": "cm", "UNSEEN": "comic"}, capture_output=True, text=True,
+                          timeout=120, cwd=script.parent.parent)
+    assert done.returncode == 2, done.stderr
+    assert "unknown TeX font 'comic'" in done.stderr
+    assert not (tmp_path / "work" / "printed-corpus").exists()

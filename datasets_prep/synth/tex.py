@@ -55,6 +55,8 @@ Fourier) need FONT_PACKAGES' package too, more faces for a reader to train on wh
 machine has it."""
 FONT_PACKAGES = {font: "texlive-fonts-extra" for font in ("kpfonts", "utopia", "charter", "stix2", "schoolbook")}
 """The Debian package, beyond DEBIAN_PACKAGES, each font needs (1.4 GB installed: not one CI installs)."""
+BASE_FONTS = tuple(font for font in FONTS if font not in FONT_PACKAGES)
+"""The fonts every TeX with DEBIAN_PACKAGES has (cm, times, palatino, euler, sans)."""
 _FONT_STY = {"kpfonts": "kpfonts.sty", "utopia": "fourier.sty", "charter": "mathdesign.sty",
              "stix2": "stix2.sty", "schoolbook": "fouriernc.sty"}
 
