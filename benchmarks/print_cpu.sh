@@ -29,6 +29,10 @@
 # k more times, each copy with its own seed, so its own fonts, sizes and degradations (splits
 # train_main1..k), and train on them beside train (data.extra). Why: the captions that join train are
 # four in five of its formulas and far shorter.
+# FONT_COPIES=k (default 0): the last k of those REPEAT copies typeset in COPY_FONTS instead (default
+# kpfonts,utopia,charter,stix2,schoolbook, the faces of texlive-fonts-extra; splits train_fontsI, with
+# copy I's seed, so only the font differs). Why: more faces than the three of FONTS, for readers handed
+# documents set otherwise; UNSEEN stays out of training either way.
 # RENAME=k (default 0): k more copies of those formulas with their symbols renamed
 # (datasets_prep.synth.rename: structure kept, letters, digits and Greek letters redrawn; splits
 # train_renamed1..k, seeds 101..), trained on beside the others: formulas the decoder has not seen,
@@ -38,7 +42,9 @@ latex=${1:?LATEX_DIR}; work=${2:-.}; shift $(( $# >= 2 ? 2 : $# ))
 kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(ar hvt)
 corpus=$work/printed-corpus; img=$work/printed; data=$work/shards/printed-64x512
 r=${RENDERER:-auto}; fonts=${FONTS:-cm,times,palatino}; repeat=${REPEAT:-4}; renamed=${RENAME:-0}
-unseen=${UNSEEN-euler,sans}
+unseen=${UNSEEN-euler,sans}; font_copies=${FONT_COPIES:-0}; copy_fonts=${COPY_FONTS:-kpfonts,utopia,charter,stix2,schoolbook}
+(( font_copies <= repeat )) || { echo "FONT_COPIES ($font_copies) must not exceed REPEAT ($repeat)" >&2; exit 2; }
+copy_name() { if (( $1 > repeat - font_copies )); then echo "train_fonts$1"; else echo "train_main$1"; fi; }
 count=(); budget=(); [ "${SMOKE:-0}" = 1 ] && { count=(--count 300); budget=(max_minutes=0.1 pretrain.max_minutes=0.05 eval.limit=10 eval.splits=valid eval.markup=text); }
 if [ ! -d "$data/test" ]; then
   if [ "$r" != layout ]; then  # a font TeX lacks stops here, naming its package (the drawing below goes on past refusals)
@@ -50,13 +56,14 @@ except tex.TexUnavailable:
 try:
     [tex.check_font(f) for f in sys.argv[1:] if f]
 except (tex.TexUnavailable, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr); sys.exit(2)' ${fonts//,/ } ${unseen//,/ }
+    print(f"error: {e}", file=sys.stderr); sys.exit(2)' ${fonts//,/ } ${unseen//,/ } $( (( font_copies > 0 )) && echo "${copy_fonts//,/ }")
   fi
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
   copy() {  # the main corpus's formulas once more, with seed $1: its own fonts, sizes and degradations
-    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$1" --fonts "$fonts" \
-        --labels "$corpus/train_main.txt" --split "train_main$1" --out "$img" --quiet "${count[@]}" || true
+    local f=$fonts; [[ $(copy_name "$1") == train_fonts* ]] && f=$copy_fonts
+    python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$1" --fonts "$f" \
+        --labels "$corpus/train_main.txt" --split "$(copy_name "$1")" --out "$img" --quiet "${count[@]}" || true
   }
   # two processes, one per core: train (about 1.75 copies' work) then the last copies, and the first
   # two thirds of the copies beside it
@@ -97,7 +104,7 @@ except (tex.TexUnavailable, ValueError) as e:
   python -m datasets_prep.images --src folder --input "$img" --size 64x512 --out "$data" --workers 2
 fi
 mkdir -p "$work/runs"
-extras=$( { seq -f "$data/train_main%g" 1 "$repeat"; seq -f "$data/train_renamed%g" 1 "$renamed"; } | paste -sd, -)
+extras=$( { for i in $(seq 1 "$repeat"); do echo "$data/$(copy_name "$i")"; done; seq -f "$data/train_renamed%g" 1 "$renamed"; } | paste -sd, -)
 extra_train=(); [ -n "$extras" ] && extra_train=("data.extra=$extras")
 for name in "${kinds[@]}"; do
   kind=${name%-s[0-9]*}; seed=(); [ "$kind" != "$name" ] && seed=("seed=${name##*-s}")
