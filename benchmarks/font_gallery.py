@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from datasets_prep.synth.errors import SynthError  # noqa: E402
-from datasets_prep.synth.tex import BASE_FONTS, FONTS, TexUnavailable, check_font, check_tex, render_tex  # noqa: E402
+from datasets_prep.synth.tex import BASE_FONTS, FONTS, TexUnavailable, check_fonts, check_tex, render_tex  # noqa: E402
 from tokenizer.markup_metrics import same_ink  # noqa: E402
 from train.eval import canonical  # noqa: E402
 
@@ -129,8 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     from model import CheckpointError
     try:
         check_tex()
-        for f in fonts:
-            check_font(f)  # the Debian package a font needs, before anything is drawn
+        check_fonts(fonts)  # the Debian package a font needs, before anything is drawn
         rows = [read_fonts(f, fonts, args.ckpt) for f in (args.formula or FORMULAS)]
     except (TexUnavailable, SynthError, ValueError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)

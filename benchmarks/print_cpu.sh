@@ -54,16 +54,16 @@ try:
 except tex.TexUnavailable:
     sys.exit(0)  # no TeX: --renderer auto draws with the engine, tex refuses below
 try:
-    [tex.check_font(f) for f in sys.argv[1:] if f]
+    tex.check_fonts(f for f in sys.argv[1:] if f)
 except (tex.TexUnavailable, ValueError) as e:
     print(f"error: {e}", file=sys.stderr); sys.exit(2)' ${fonts//,/ } ${unseen//,/ } $( (( font_copies > 0 )) && echo "${copy_fonts//,/ }")
   fi
   python -m datasets_prep.split_corpus "$latex/im2latex100k_val_norm.txt" --out "$corpus" \
       --extra "$latex/crohme2014_train_captions.txt" "$latex/hme100k_test.tsv"
   copy() {  # the main corpus's formulas once more, with seed $1: its own fonts, sizes and degradations
-    local f=$fonts; [[ $(copy_name "$1") == train_fonts* ]] && f=$copy_fonts
+    local name f=$fonts; name=$(copy_name "$1"); [[ $name == train_fonts* ]] && f=$copy_fonts
     python -m datasets_prep.synth --style print --renderer "$r" --vary --seed "$1" --fonts "$f" \
-        --labels "$corpus/train_main.txt" --split "$(copy_name "$1")" --out "$img" --quiet "${count[@]}" || true
+        --labels "$corpus/train_main.txt" --split "$name" --out "$img" --quiet "${count[@]}" || true
   }
   # two processes, one per core: train (about 1.75 copies' work) then the last copies, and the first
   # two thirds of the copies beside it

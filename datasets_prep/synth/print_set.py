@@ -78,9 +78,8 @@ def write_printed(labels: Sequence[str], out: str | Path, *, split: str = "train
     plain_name(split)
     use_tex = _tex_wanted(renderer)
     if use_tex:
-        from .tex import check_font
-        for font in fonts:
-            check_font(font)  # TexUnavailable naming the package a font needs
+        from .tex import check_fonts
+        check_fonts(fonts)  # TexUnavailable naming the package a font needs
     folder = Path(out) / split
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / LABELS).is_file():  # a previous run's images would otherwise linger unlabelled

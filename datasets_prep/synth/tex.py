@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from PIL import Image
@@ -53,12 +53,12 @@ as test splits of fonts a reader never saw. Those five come with DEBIAN_PACKAGES
 (Kp-Fonts, Utopia with Fourier, Charter with MathDesign, STIX Two, New Century Schoolbook with
 Fourier) need FONT_PACKAGES' package too, more faces for a reader to train on where a data-making
 machine has it."""
-FONT_PACKAGES = {font: "texlive-fonts-extra" for font in ("kpfonts", "utopia", "charter", "stix2", "schoolbook")}
+_FONT_STY = {"kpfonts": "kpfonts.sty", "utopia": "fourier.sty", "charter": "mathdesign.sty",
+             "stix2": "stix2.sty", "schoolbook": "fouriernc.sty"}
+FONT_PACKAGES = {font: "texlive-fonts-extra" for font in _FONT_STY}
 """The Debian package, beyond DEBIAN_PACKAGES, each font needs (1.4 GB installed: not one CI installs)."""
 BASE_FONTS = tuple(font for font in FONTS if font not in FONT_PACKAGES)
 """The fonts every TeX with DEBIAN_PACKAGES has (cm, times, palatino, euler, sans)."""
-_FONT_STY = {"kpfonts": "kpfonts.sty", "utopia": "fourier.sty", "charter": "mathdesign.sty",
-             "stix2": "stix2.sty", "schoolbook": "fouriernc.sty"}
 
 
 def preamble(font: str = "cm") -> str:
@@ -89,13 +89,14 @@ def font_available(font: str) -> bool:
     return found.returncode == 0 and bool(found.stdout.strip())
 
 
-def check_font(font: str) -> None:
-    """Raise TexUnavailable, naming the Debian package, when TeX lacks `font`'s files (otherwise every
-    formula in it would be refused, one by one)."""
-    preamble(font)
-    if not font_available(font):
-        raise TexUnavailable(f"TeX font {font!r} needs {_FONT_STY[font]}, which this TeX lacks; "
-                             f"on Debian/Ubuntu: apt-get install {FONT_PACKAGES[font]}")
+def check_fonts(fonts: Iterable[str]) -> None:
+    """Raise ValueError on a name FONTS lacks, and TexUnavailable, naming the Debian package, when TeX
+    lacks a font's files (otherwise every formula in it would be refused, one by one)."""
+    for font in fonts:
+        preamble(font)
+        if not font_available(font):
+            raise TexUnavailable(f"TeX font {font!r} needs {_FONT_STY[font]}, which this TeX lacks; "
+                                 f"on Debian/Ubuntu: apt-get install {FONT_PACKAGES[font]}")
 
 
 def check_tex() -> None:
