@@ -13,6 +13,10 @@
 #   echo /.carry/ >> .git/info/exclude; mkdir -p .carry/crohme && cp -r shards/crohme-96x384/{fit,valid,\
 #   test2014,test2016,summary.json,holdout.json} .carry/crohme/ && cp -r shards/synth-cache-fit/bank-*/shards .carry/synth
 #   device run: bash benchmarks/gpu_check.sh $OUT .carry/crohme .carry/synth/train   (carry: [".carry"])
+# The checkout with its shipped weights (~94 MB) is over the 64 MiB a device call may send: keep them
+# out of the working tree for the call (benchmarks/device_tree.py says what travels; exit 0 = it fits):
+#   git sparse-checkout set --no-cone '/*' '!/model/weights/' && python benchmarks/device_tree.py --carry .carry
+#   ... the device call ...;  git sparse-checkout disable
 # SMOKE=1: on the CPU, tiny sizes and seconds of training (checks the script, measures nothing).
 set -uo pipefail
 out=${1:?OUT}; data=${2:-}; synth=${3:-}; check=${4:-4.5}; pre=${5:-1.0}; stage2=${6:-2.0}

@@ -24,8 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .names import plain_name
-from .shards import (DICT_FILE, ShardError, load_split, split_by_bytes, split_names, write_dataset_dict,
-                     write_json, write_split_metadata, write_table, MAX_SHARD_BYTES)
+from .shards import DICT_FILE, ShardError, load_split, split_names, write_dataset_dict, write_json, write_split
 from .synth.bank_build import writer_of
 
 HOLDOUT_FILE = "holdout.json"
@@ -60,22 +59,6 @@ def choose_writers(writers: list[str], fraction: float, seed: int) -> set[str]:
     return chosen
 
 
-def _write_split(root: Path, name: str, table: pa.Table) -> None:
-    split_dir = root / name
-    split_dir.mkdir(parents=True, exist_ok=True)
-    for old in split_dir.glob("data-*.arrow"):
-        old.unlink()
-    parts = split_by_bytes(table, MAX_SHARD_BYTES)
-    files, lengths, nbytes = [], [], 0
-    for i, part in enumerate(parts):
-        fname = f"data-{i:05d}-of-{len(parts):05d}.arrow"
-        nbytes += write_table(part.replace_schema_metadata(table.schema.metadata), split_dir / fname)
-        files.append(fname)
-        lengths.append(part.num_rows)
-    keep_ink = "strokes" in table.column_names
-    write_split_metadata(split_dir, name, files, lengths, nbytes, keep_ink)
-
-
 def holdout(root: Path, source: str = "train", fit: str = "fit", valid: str = "valid",
             fraction: float = 0.06, seed: int = 0) -> dict:
     """Write `fit` and `valid` beside `source` under `root`; returns (and writes) holdout.json."""
@@ -94,7 +77,7 @@ def holdout(root: Path, source: str = "train", fit: str = "fit", valid: str = "v
         raise ValueError(f"{root / source}: {len(set(writers))} writer(s); cannot hold out {fraction:.0%} "
                          "by writer and keep both splits non-empty")
     for name, part in parts.items():
-        _write_split(root, name, part)
+        write_split(root, name, part)
     names = split_names(root) if (root / DICT_FILE).exists() else [source]
     write_dataset_dict(root, [*[n for n in names if n not in (fit, valid)], fit, valid])
     record = {"source": source, "fit": fit, "valid": valid, "fraction": fraction, "seed": seed,

@@ -156,6 +156,25 @@ def write_split_metadata(split_dir: Path, split: str, files: list[str], shard_le
     write_json(split_dir / STATE_FILE, state)
 
 
+def write_split(root: Path, name: str, table: pa.Table) -> None:
+    """`table` as split `name` of the shard folder `root` (its shard files, dataset_info.json and
+    state.json; shard files of an earlier split of that name are replaced). dataset_dict.json is the
+    caller's to write."""
+    split_dir = root / name
+    split_dir.mkdir(parents=True, exist_ok=True)
+    for old in split_dir.glob("data-*.arrow"):
+        old.unlink()
+    parts = split_by_bytes(table, MAX_SHARD_BYTES)
+    files, lengths, nbytes = [], [], 0
+    for i, part in enumerate(parts):
+        fname = f"data-{i:05d}-of-{len(parts):05d}.arrow"
+        nbytes += write_table(part.replace_schema_metadata(table.schema.metadata), split_dir / fname)
+        files.append(fname)
+        lengths.append(part.num_rows)
+    keep_ink = "strokes" in table.column_names
+    write_split_metadata(split_dir, name, files, lengths, nbytes, keep_ink)
+
+
 def write_json(path: Path, obj) -> None:
     atomic_write_json(path, obj)
 

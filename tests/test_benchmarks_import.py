@@ -360,3 +360,55 @@ def test_bidi_sweep_picks_by_each_weight_of_the_reversed_reading(capsys):
     assert [a for a, _ in ways] == rec.recognize(images, DecodeSpec("greedy", valid=False))
     with pytest.raises(ValueError, match="reads one way only"):
         mod.candidates(tiny_model("ar", canvas=(32, 128)).eval(), torch.rand(1, 1, 32, 128), 2)
+
+
+def test_device_tree_counts_what_a_device_call_sends(tmp_path, capsys):
+    """Tracked files on disk and untracked ones git does not ignore travel, ignored ones only when
+    carried; --aside leaves a folder out; over the limit is exit 1, a missing carry path exit 2."""
+    import subprocess
+    tree = load_script("device_tree")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "w.pt").write_bytes(b"w" * 3000)
+    (tmp_path / "code.py").write_bytes(b"c" * 100)
+    (tmp_path / ".gitignore").write_text("/.carry/\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    (tmp_path / "new.txt").write_bytes(b"n" * 10)
+    (tmp_path / ".carry").mkdir()
+    (tmp_path / ".carry" / "data.bin").write_bytes(b"d" * 500)
+    sizes = tree.travel_files(tmp_path)
+    assert sizes == {".gitignore": 9, "code.py": 100, "new.txt": 10, "weights/w.pt": 3000}
+    assert tree.travel_files(tmp_path, carry=[".carry"])[".carry/data.bin"] == 500
+    assert "weights/w.pt" not in tree.travel_files(tmp_path, aside=["weights/"])
+    limit = 2000 / 2 ** 20
+    assert tree.main(["--root", str(tmp_path), "--limit-mib", str(limit)]) == 1
+    assert "OVER" in capsys.readouterr().out
+    assert tree.main(["--root", str(tmp_path), "--limit-mib", str(limit), "--aside", "weights",
+                      "--carry", ".carry"]) == 0
+    assert tree.main(["--root", str(tmp_path), "--carry", "absent"]) == 2
+    assert "absent" in capsys.readouterr().err
+
+
+def test_the_printed_device_call_runs_both_readers_on_cpu(tmp_path):
+    """gpu_print.sh SMOKE=1 on a shard folder with an extra train_* split: HVT and the AR baseline each
+    train, are evaluated on valid and test, and come back as at most 8 files (the device tool's cap)."""
+    import subprocess
+    from datasets_prep.shards import load_split, split_names, write_dataset_dict, write_split
+    root = tmp_path / "printed"
+    for split, seed in (("train", 1), ("valid", 2), ("test", 3)):
+        generate(4, tmp_path / "ink", seed=seed, fmt="mathwriting", split=split)
+    convert("mathwriting", inputs=[tmp_path / "ink"], out=root, size=(64, 512), workers=1, progress=False)
+    write_split(root, "train_main1", load_split(root / "train"))
+    write_dataset_dict(root, [*split_names(root), "train_main1"])
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", str(BENCHMARKS / "gpu_print.sh"), str(out), str(root), "0.05"], cwd=REPO,
+                          env={**__import__("os").environ, "SMOKE": "1"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(f"{k}/{f}" for k in ("ar", "hvt")
+                           for f in ("eval.json", "log.txt", "metrics.jsonl", f"print-{k}-gpu.pt")), files
+    assert "train_main1" in (out / "hvt" / "log.txt").read_text()          # the extra split joined training
+    assert load(out / "hvt" / "print-hvt-gpu.pt").recognizer.kind == "hvt"
+    assert set(json.loads((out / "ar" / "eval.json").read_text())["results"]) == {"valid", "test"}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Printed formulas on one GPU lease (<= 9 minutes): HVT and the AR baseline side by side on the same
+# printed shards, `print-cpu`'s recipe at batch 64, then each evaluated on valid and test (BLEU-4,
+# edit score, exact match) by train.run itself, and each checkpoint slimmed to its EMA weights
+# (train.ship --no-onnx) so it comes back in OUT. What it answers: how far HVT, whose LSTM step keeps
+# it to ~8k steps in two CPU hours (45.9 BLEU-4), goes when a GPU gives it more steps; its checkpoint
+# is one a CPU session can train on (`init=`) and ship.
+#
+# Prepare here (CPU): a subset of the printed shards that travels (the call takes 64 MiB in all), and
+# the checkout without its shipped weights (benchmarks/device_tree.py):
+#   echo /.carry/ >> .git/info/exclude
+#   python -m datasets_prep.subset shards/printed-64x512 .carry/printed --split train=7200 \
+#       --split train_main1=5200 --split valid --split test --max-mib 58
+#   git sparse-checkout set --no-cone '/*' '!/model/weights/' && python benchmarks/device_tree.py --carry .carry
+# device run (carry: [".carry"]), then `git sparse-checkout disable` here:
+#   bash benchmarks/gpu_print.sh $OUT .carry/printed [MINUTES]
+# OUT/hvt and OUT/ar each get log.txt, metrics.jsonl, eval.json and NAME.pt (8 files: the tool's cap).
+# Extra splits of DATA named train_* join training (data.extra). COMPILE=1 compiles (HVT: its attention,
+# `compile_parts`; the AR baseline: its loss); the default is eager throughout, as the one GPU training
+# call so far ran (a compile that fails or recompiles costs minutes a lease does not have).
+# SMOKE=1: on the CPU, tiny sizes and seconds of training (checks the script, measures nothing).
+set -uo pipefail
+out=${1:?OUT}; data=${2:?DATA}; minutes=${3:-6.5}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+terms="research use only: drawn from formulas of IM2LATEX-100K (arXiv), the CROHME 2014 training captions (TC11 terms: research use, not commercial) and the HME100K test captions (released for research)"
+extra=$(python3 - "$data" <<'EOF'
+import sys
+from datasets_prep.shards import split_names
+print(",".join(f"{sys.argv[1]}/{s}" for s in split_names(sys.argv[1]) if s.startswith("train_")))
+EOF
+) || { echo "error: $data is not a shard folder"; exit 2; }
+common=(--config print-cpu --fresh --data "$data" model.max_len=160 "max_minutes=$minutes" ckpt_every=100000
+        eval.splits=valid,test eval.markup=text ${extra:+"data.extra=$extra"})
+if [ "${SMOKE:-0}" = 1 ]; then
+  common+=(device=cpu compile=false compile_parts=false threads=1 num_workers=0 batch_size=4 eval.limit=8 eval.every=0
+           model.enc_dim=16 model.dec_dim=16)
+else
+  common+=(device=cuda batch_size=64 num_workers=3 threads=2 bf16=true)
+  if [ "${COMPILE:-0}" = 1 ]; then common+=(compile=true compile_parts=true); else common+=(compile=false compile_parts=false); fi
+fi
+declare -A kinds=([hvt]="model.kind=hvt" [ar]="model.kind=ar")
+pids=()
+for name in hvt ar; do
+  mkdir -p "$out/$name"
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 python3 -m train.run --out "$tmp/$name" "${common[@]}" ${kinds[$name]} > "$out/$name/log.txt" 2>&1 &
+  pids+=($!)
+done
+rc=0
+for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+for name in hvt ar; do
+  echo "== $name"; grep -E "stopped|samples|BLEU|\[run\] done|error" "$out/$name/log.txt" | tail -12
+  cp "$tmp/$name/metrics.jsonl" "$tmp/$name/eval.json" "$out/$name/" 2>/dev/null
+  python3 -m train.ship --ckpt "$tmp/$name/ckpt.pt" --name "print-$name-gpu" --sampler greedy --T 1 \
+      --folder "$tmp/weights" --no-onnx --terms "$terms" \
+      --summary "$name, print-cpu's recipe at batch 64 for $minutes minutes on one GPU" > /dev/null \
+    && cp "$tmp/weights/print-$name-gpu.pt" "$out/$name/" || rc=1
+done
+rm -rf "$tmp"
+exit $rc

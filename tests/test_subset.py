@@ -1,0 +1,57 @@
+"""datasets_prep.subset: a smaller shard folder that reads as the original does, row for row."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from datasets_prep.inkml import convert
+from datasets_prep.shards import load_split, split_names
+from datasets_prep.subset import SUBSET_FILE, main, parse_split, subset
+from datasets_prep.synth import generate
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> Path:
+    """Twelve synthetic inks in `train`, four in `test`, as 32x64 shards."""
+    root = tmp_path_factory.mktemp("subset-src")
+    generate(12, root / "ink", seed=1, fmt="mathwriting", split="train")
+    generate(4, root / "ink", seed=2, fmt="mathwriting", split="test")
+    convert("mathwriting", inputs=[root / "ink"], out=root / "shards", size=(32, 64), workers=1, progress=False)
+    return root / "shards"
+
+
+def test_a_sample_keeps_its_rows_whole_and_in_order(shards, tmp_path):
+    rec = subset(shards, tmp_path / "out", [("train", 5), ("test", None)], seed=3)
+    assert split_names(tmp_path / "out") == ["train", "test"]
+    src, got = load_split(shards / "train"), load_split(tmp_path / "out" / "train")
+    ids = src.column("sample_id").to_pylist()
+    picked = got.column("sample_id").to_pylist()
+    assert len(picked) == 5 and picked == sorted(picked, key=ids.index)          # original order
+    for row in range(5):                                                          # rows copied whole
+        assert got.slice(row, 1).to_pylist() == src.slice(ids.index(picked[row]), 1).to_pylist()
+    assert got.schema.metadata == src.schema.metadata                              # render spec kept
+    assert load_split(tmp_path / "out" / "test").num_rows == load_split(shards / "test").num_rows
+    assert rec["splits"] == {"train": {"rows": 5, "of": src.num_rows}, "test": {"rows": 4, "of": 4}}
+    assert json.loads((tmp_path / "out" / SUBSET_FILE).read_text())["seed"] == 3
+    again = subset(shards, tmp_path / "again", [("train", 5)], seed=3)           # the seed decides
+    assert load_split(tmp_path / "again" / "train").column("sample_id").to_pylist() == picked
+    assert again["splits"]["train"]["rows"] == 5
+
+
+def test_bad_requests_are_refused_with_the_cause(shards, tmp_path, capsys):
+    assert parse_split("train=7") == ("train", 7) and parse_split("valid") == ("valid", None)
+    for bad in ("train=x", "train=0", "../up"):
+        with pytest.raises(ValueError):
+            parse_split(bad)
+    assert main([str(shards), str(tmp_path / "a"), "--split", "nope"]) == 2
+    assert "no split 'nope'" in capsys.readouterr().err
+    assert main([str(shards), str(shards / "inside"), "--split", "train"]) == 2
+    assert "inside its source" in capsys.readouterr().err
+    assert main([str(shards), str(tmp_path / "b"), "--split", "train"]) == 0
+    assert main([str(shards), str(tmp_path / "b"), "--split", "train"]) == 2        # not empty
+    assert "not empty" in capsys.readouterr().err
+    assert main([str(shards), str(tmp_path / "c"), "--split", "train", "--max-mib", "0.0001"]) == 1
+    assert not (tmp_path / "c").exists() and "over --max-mib" in capsys.readouterr().err
+    assert main([str(tmp_path / "nothing"), str(tmp_path / "d"), "--split", "train"]) == 2
