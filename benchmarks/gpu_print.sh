@@ -28,10 +28,14 @@ tmp=$(mktemp -d)
 terms="research use only: drawn from formulas of IM2LATEX-100K (arXiv), the CROHME 2014 training captions (TC11 terms: research use, not commercial) and the HME100K test captions (released for research)"
 extra=$(python3 - "$data" <<'EOF'
 import sys
-from datasets_prep.shards import split_names
-print(",".join(f"{sys.argv[1]}/{s}" for s in split_names(sys.argv[1]) if s.startswith("train_")))
+from datasets_prep.shards import ShardError, split_names
+try:
+    names = split_names(sys.argv[1])
+except ShardError as exc:
+    sys.exit(f"error: {exc}")
+print(",".join(f"{sys.argv[1]}/{s}" for s in names if s.startswith("train_")))
 EOF
-) || { echo "error: $data is not a shard folder"; exit 2; }
+) || exit 2
 common=(--config print-cpu --fresh --data "$data" model.max_len=160 "max_minutes=$minutes" ckpt_every=500
         eval.splits=valid,test eval.markup=text ${extra:+"data.extra=$extra"})
 if [ "${SMOKE:-0}" = 1 ]; then

@@ -58,14 +58,18 @@ def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int
         raise ValueError("each split may be named once")
     record = {"source": str(src), "seed": seed, "splits": {}}
     out.mkdir(parents=True, exist_ok=True)
-    for name, rows in splits:
-        table = load_split(src / name)
-        total = table.num_rows
-        if rows is not None and rows < total:
-            pick = np.sort(np.random.default_rng([seed, len(name), *name.encode()]).choice(total, rows, replace=False))
-            table = table.take(pick)
-        write_split(out, name, table)
-        record["splits"][name] = {"rows": table.num_rows, "of": total}
+    try:
+        for name, rows in splits:
+            table = load_split(src / name)
+            total = table.num_rows
+            if rows is not None and rows < total:
+                rng = np.random.default_rng([seed, len(name), *name.encode()])
+                table = table.take(np.sort(rng.choice(total, rows, replace=False)))
+            write_split(out, name, table)
+            record["splits"][name] = {"rows": table.num_rows, "of": total}
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # a corrupt source split: no half-written copy left behind
+        raise
     for fname in CARRIED_FILES:
         if (src / fname).is_file():
             shutil.copyfile(src / fname, out / fname)

@@ -55,3 +55,15 @@ def test_bad_requests_are_refused_with_the_cause(shards, tmp_path, capsys):
     assert main([str(shards), str(tmp_path / "c"), "--split", "train", "--max-mib", "0.0001"]) == 1
     assert not (tmp_path / "c").exists() and "over --max-mib" in capsys.readouterr().err
     assert main([str(tmp_path / "nothing"), str(tmp_path / "d"), "--split", "train"]) == 2
+
+
+def test_a_corrupt_source_split_leaves_no_half_copy(shards, tmp_path, capsys):
+    import shutil
+    src = tmp_path / "src"
+    shutil.copytree(shards, src)
+    shard = next((src / "test").glob("data-*.arrow"))
+    shard.write_bytes(shard.read_bytes()[:100])                     # truncated
+    assert main([str(src), str(tmp_path / "out"), "--split", "train=3", "--split", "test"]) == 2
+    err = capsys.readouterr().err
+    assert shard.name in err and "truncated" in err, err
+    assert not (tmp_path / "out").exists()
