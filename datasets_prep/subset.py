@@ -13,7 +13,6 @@ kept. The source is never written to.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .names import plain_name
-from .shards import DICT_FILE, ShardError, load_split, split_names, write_dataset_dict, write_json, write_split
+from .shards import ShardError, load_split, split_names, write_dataset_dict, write_json, write_split
 
 SUBSET_FILE = "subset.json"
 CARRIED_FILES = ("summary.json", "holdout.json")
