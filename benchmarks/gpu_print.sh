@@ -45,12 +45,10 @@ else
   common+=(device=cuda batch_size=64 num_workers=3 threads=2 bf16=true)
   if [ "${COMPILE:-0}" = 1 ]; then common+=(compile=true compile_parts=true); else common+=(compile=false compile_parts=false); fi
 fi
-declare -A kinds=([hvt]="model.kind=hvt" [ar]="model.kind=ar")
 pids=()
 for name in hvt ar; do
   mkdir -p "$out/$name"
-  # shellcheck disable=SC2086
-  PYTHONUNBUFFERED=1 python3 -m train.run --out "$tmp/$name" "${common[@]}" ${kinds[$name]} > "$out/$name/log.txt" 2>&1 &
+  PYTHONUNBUFFERED=1 python3 -m train.run --out "$tmp/$name" "${common[@]}" "model.kind=$name" > "$out/$name/log.txt" 2>&1 &
   pids+=($!)
 done
 rc=0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -365,7 +367,6 @@ def test_bidi_sweep_picks_by_each_weight_of_the_reversed_reading(capsys):
 def test_device_tree_counts_what_a_device_call_sends(tmp_path, capsys):
     """Tracked files on disk and untracked ones git does not ignore travel, ignored ones only when
     carried; --aside leaves a folder out; over the limit is exit 1, a missing carry path exit 2."""
-    import subprocess
     tree = load_script("device_tree")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -394,7 +395,6 @@ def test_device_tree_counts_what_a_device_call_sends(tmp_path, capsys):
 def test_the_printed_device_call_runs_both_readers_on_cpu(tmp_path):
     """gpu_print.sh SMOKE=1 on a shard folder with an extra train_* split: HVT and the AR baseline each
     train, are evaluated on valid and test, and come back as at most 8 files (the device tool's cap)."""
-    import subprocess
     from datasets_prep.shards import load_split, split_names, write_dataset_dict, write_split
     root = tmp_path / "printed"
     for split, seed in (("train", 1), ("valid", 2), ("test", 3)):
@@ -404,7 +404,7 @@ def test_the_printed_device_call_runs_both_readers_on_cpu(tmp_path):
     write_dataset_dict(root, [*split_names(root), "train_main1"])
     out = tmp_path / "out"
     done = subprocess.run(["bash", str(BENCHMARKS / "gpu_print.sh"), str(out), str(root), "0.05"], cwd=REPO,
-                          env={**__import__("os").environ, "SMOKE": "1"}, capture_output=True, text=True, timeout=600)
+                          env={**os.environ, "SMOKE": "1"}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert files == sorted(f"{k}/{f}" for k in ("ar", "hvt")
