@@ -20,6 +20,8 @@
 # Extra splits of DATA named train_* join training (data.extra). COMPILE=1 compiles (HVT: its attention,
 # `compile_parts`; the AR baseline: its loss); the default is eager throughout, as the one GPU training
 # call so far ran (a compile that fails or recompiles costs minutes a lease does not have).
+# DEGRADE=P draws blur, noise and stroke weight again on a share P of the training images at every step
+# (degrade.prob, train/degrade.py; meant for training splits that travel quantized; default off).
 # SMOKE=1: on the CPU, tiny sizes and seconds of training (checks the script, measures nothing).
 set -uo pipefail
 out=${1:?OUT}; data=${2:?DATA}; minutes=${3:-6.5}
@@ -37,7 +39,7 @@ print(",".join(f"{sys.argv[1]}/{s}" for s in names if s.startswith("train_")))
 EOF
 ) || exit 2
 common=(--config print-cpu --fresh --data "$data" model.max_len=160 "max_minutes=$minutes" ckpt_every=500
-        eval.splits=valid,test eval.markup=text ${extra:+"data.extra=$extra"})
+        eval.splits=valid,test eval.markup=text ${extra:+"data.extra=$extra"} "degrade.prob=${DEGRADE:-0}")
 if [ "${SMOKE:-0}" = 1 ]; then
   common+=(device=cpu compile=false compile_parts=false threads=1 num_workers=0 batch_size=4 eval.limit=8 eval.every=0
            model.enc_dim=16 model.dec_dim=16)

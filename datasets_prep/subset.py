@@ -2,13 +2,17 @@
 
     python -m datasets_prep.subset shards/printed-64x512 .carry/printed --split train=13000 \
         --split valid --split test --max-mib 58
+    python -m datasets_prep.subset shards/printed-64x512 .carry/printed-4lv --split train \
+        --split valid --split test --quantize train --max-mib 58
 
 Why: a GPU lease takes at most 64 MiB of data along (benchmarks/device_tree.py), and a quick
 experiment, a laptop or a bug report rarely needs every row. A sampled split keeps its rows in their
 original order (the sample is a set of row numbers drawn with `--seed`), the rows are copied as they
 are (images, labels, ids and the render spec in the schema's metadata: a model reads the copy
 exactly as the original), and `subset.json` records where each split came from and how many rows it
-kept. The source is never written to.
+kept. The source is never written to. `--quantize` re-encodes the named splits' images with
+`--levels` gray levels (datasets_prep.quantize: 4 levels, about a quarter of the bytes; train with
+`degrade.prob` to draw blur and noise again), and subset.json says which.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .quantize import DEFAULT_LEVELS, LEVELS, quantize_table
 from .names import plain_name
 from .shards import ShardError, load_split, split_names, write_dataset_dict, write_json, write_split
 
@@ -42,8 +47,10 @@ def parse_split(text: str) -> tuple[str, int | None]:
     return name, n
 
 
-def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int = 0) -> dict:
-    """Write the chosen splits of `src` to the new folder `out`; returns (and writes) subset.json."""
+def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int = 0,
+           quantize: tuple[str, ...] = (), levels: int = DEFAULT_LEVELS) -> dict:
+    """Write the chosen splits of `src` to the new folder `out`; returns (and writes) subset.json.
+    The splits named in `quantize` keep `levels` gray levels in their images."""
     src, out = Path(src), Path(out)
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise ValueError(f"{out}: the copy must not be written inside its source {src}")
@@ -55,7 +62,14 @@ def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int
             raise ValueError(f"{src}: no split {name!r} (it has {', '.join(available)})")
     if len({name for name, _ in splits}) != len(splits):
         raise ValueError("each split may be named once")
+    if quantize and levels not in LEVELS:
+        raise ValueError(f"--levels {levels}: one of {', '.join(map(str, LEVELS))}")
+    unknown = sorted(set(quantize) - {name for name, _ in splits})
+    if unknown:
+        raise ValueError(f"--quantize {', '.join(unknown)}: not among the copied splits")
     record = {"source": str(src), "seed": seed, "splits": {}}
+    if quantize:
+        record["quantized"] = {"splits": sorted(quantize), "levels": levels}
     out.mkdir(parents=True, exist_ok=True)
     try:
         for name, rows in splits:
@@ -64,6 +78,8 @@ def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int
             if rows is not None and rows < total:
                 rng = np.random.default_rng([seed, len(name), *name.encode()])
                 table = table.take(np.sort(rng.choice(total, rows, replace=False)))
+            if name in quantize:
+                table = quantize_table(table, levels, where=str(src / name))
             write_split(out, name, table)
             record["splits"][name] = {"rows": table.num_rows, "of": total}
     except BaseException:
@@ -89,18 +105,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", action="append", required=True, metavar="NAME[=ROWS]",
                     help="a split to copy: whole, or ROWS of its rows drawn at random; repeatable")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    ap.add_argument("--quantize", default="", metavar="SPLIT[,SPLIT]",
+                    help="re-encode these copied splits' images with --levels gray levels (training splits; "
+                         "train with degrade.prob to draw blur and noise again)")
+    ap.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
+                    help=f"gray levels kept by --quantize: {', '.join(map(str, LEVELS))} (default {DEFAULT_LEVELS})")
     ap.add_argument("--max-mib", type=float, default=None,
                     help="refuse (exit 1, the copy removed) when the copy is larger than this")
     args = ap.parse_args(argv)
     try:
         splits = [parse_split(s) for s in args.split]
-        record = subset(args.src, args.out, splits, args.seed)
+        quantize = tuple(s for s in args.quantize.split(",") if s)
+        record = subset(args.src, args.out, splits, args.seed, quantize, args.levels)
     except (ShardError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     size = folder_bytes(args.out) / 2 ** 20
     for name, r in record["splits"].items():
-        print(f"{args.out}/{name}: {r['rows']} of {r['of']} rows")
+        q = record.get("quantized", {})
+        grays = f" ({q['levels']} gray levels)" if name in q.get("splits", ()) else ""
+        print(f"{args.out}/{name}: {r['rows']} of {r['of']} rows{grays}")
     if args.max_mib is not None and size > args.max_mib:
         shutil.rmtree(args.out)
         print(f"error: the copy is {size:.1f} MiB, over --max-mib {args.max_mib:g}: ask for fewer rows "

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -249,6 +250,23 @@ def test_font_gallery_draws_what_the_shipped_reader_returns(tmp_path, capsys):
     assert Image.open(out).size[0] > 200
 
 
+@needs_tex
+def test_degrade_gallery_shows_each_copy_on_the_canvas(tmp_path):
+    """Per formula: the stored image, its 4- and 2-level copies (only those grays in them) and the
+    degraded draws, each a 64x512 canvas; the picture is written."""
+    from PIL import Image
+
+    mod = load_script("degrade_gallery")
+    from datasets_prep.synth.print_variation import PrintVariation
+    rows = mod.rows_for("a + b = c", 0, PrintVariation(seed=1))
+    assert [label for label, _ in rows] == ["stored", "4 levels", "2 levels", "4, degraded 1", "4, degraded 2"]
+    assert all(image.shape == (64, 512) and image.dtype == np.uint8 for _, image in rows)
+    assert set(np.unique(rows[1][1])) <= {0, 85, 170, 255} and set(np.unique(rows[2][1])) <= {0, 255}
+    out = tmp_path / "d.png"
+    assert mod.main(["--formula", "a + b = c", "--out", str(out)]) == 0
+    assert Image.open(out).size[0] > 512
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_bench_compile_times_bf16_only_when_asked(bf16, monkeypatch):
     """The bf16 copies are timed only when asked (by default: where the CPU has bf16 instructions),
@@ -404,11 +422,14 @@ def test_the_printed_device_call_runs_both_readers_on_cpu(tmp_path):
     write_dataset_dict(root, [*split_names(root), "train_main1"])
     out = tmp_path / "out"
     done = subprocess.run(["bash", str(BENCHMARKS / "gpu_print.sh"), str(out), str(root), "0.05"], cwd=REPO,
-                          env={**os.environ, "SMOKE": "1"}, capture_output=True, text=True, timeout=600)
+                          env={**os.environ, "SMOKE": "1", "DEGRADE": "0.5"}, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert files == sorted(f"{k}/{f}" for k in ("ar", "hvt")
                            for f in ("eval.json", "log.txt", "metrics.jsonl", f"print-{k}-gpu.pt")), files
     assert "train_main1" in (out / "hvt" / "log.txt").read_text()          # the extra split joined training
     assert load(out / "hvt" / "print-hvt-gpu.pt").recognizer.kind == "hvt"
+    stored = torch.load(out / "ar" / "print-ar-gpu.pt", map_location="cpu", weights_only=True)
+    assert stored["train_config"]["degrade"]["prob"] == 0.5                 # DEGRADE reached the trainer
     assert set(json.loads((out / "ar" / "eval.json").read_text())["results"]) == {"valid", "test"}

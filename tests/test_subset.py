@@ -67,3 +67,53 @@ def test_a_corrupt_source_split_leaves_no_half_copy(shards, tmp_path, capsys):
     err = capsys.readouterr().err
     assert shard.name in err and "truncated" in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_quantized_splits_hold_the_nearest_levels_and_nothing_else_changes(shards, tmp_path):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from datasets_prep.quantize import quantize_gray
+    from train.data import image_to_tensor
+
+    rec = subset(shards, tmp_path / "out", [("train", None), ("test", None)], quantize=("train",), levels=4)
+    assert rec["quantized"] == {"splits": ["train"], "levels": 4}
+    assert json.loads((tmp_path / "out" / SUBSET_FILE).read_text())["quantized"]["levels"] == 4
+    src, got = load_split(shards / "train"), load_split(tmp_path / "out" / "train")
+    assert got.schema.metadata == src.schema.metadata
+    assert got.drop(["image"]).to_pylist() == src.drop(["image"]).to_pylist()
+    for before, after in zip(src.column("image").to_pylist(), got.column("image").to_pylist()):
+        gray = np.asarray(Image.open(io.BytesIO(before["bytes"])).convert("L"))
+        with Image.open(io.BytesIO(after["bytes"])) as im:
+            assert im.mode == "P" and im.size == (gray.shape[1], gray.shape[0])
+        assert after["path"] == before["path"]
+        ink = image_to_tensor(after["bytes"], gray.shape)[0].numpy()            # what the trainer reads
+        assert np.allclose(ink, quantize_gray(gray, 4) / 3, atol=1 / 255)
+    assert load_split(tmp_path / "out" / "test").to_pylist() == load_split(shards / "test").to_pylist()
+
+
+def test_bad_quantize_requests_and_images_are_refused_with_the_cause(shards, tmp_path, capsys):
+    import pyarrow as pa
+
+    from datasets_prep.shards import write_dataset_dict, write_split
+
+    assert main([str(shards), str(tmp_path / "a"), "--split", "train", "--quantize", "test"]) == 2
+    assert "--quantize test: not among the copied splits" in capsys.readouterr().err
+    assert main([str(shards), str(tmp_path / "b"), "--split", "train", "--quantize", "train", "--levels", "3"]) == 2
+    assert "one of 2, 4, 16" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    table = load_split(shards / "train")
+    images = table.column("image").combine_chunks()
+    blobs = images.field("bytes").to_pylist()
+    blobs[2] = b"\x89PNG\r\n\x1a\n broken"
+    column = pa.StructArray.from_arrays([pa.array(blobs, pa.binary()), images.field("path")], fields=list(images.type))
+    broken = tmp_path / "broken"
+    write_split(broken, "train", table.set_column(table.column_names.index("image"), table.field("image"), column))
+    write_dataset_dict(broken, ["train"])
+    assert main([str(broken), str(tmp_path / "c"), "--split", "train", "--quantize", "train"]) == 2
+    err = capsys.readouterr().err
+    sid = table.column("sample_id")[2].as_py()
+    assert "row 2" in err and sid in err and "not an image" in err, err
+    assert not (tmp_path / "c").exists()

@@ -122,7 +122,7 @@ def test_resume_gives_the_same_next_losses(micro_data, tmp_path):
     from train.trainer import train
 
     torch.set_num_threads(1)
-    common = ("log_every=1", "model.dropout=0.1", "ckpt_every=0", "augment.prob=0.5")
+    common = ("log_every=1", "model.dropout=0.1", "ckpt_every=0", "augment.prob=0.5", "degrade.prob=0.5")
     train(micro_cfg(micro_data, tmp_path / "straight", "max_steps=8", *common))
     train(micro_cfg(micro_data, tmp_path / "split", "max_steps=4", *common))
     train(micro_cfg(micro_data, tmp_path / "split", "max_steps=8", *common))  # resumes from step 4

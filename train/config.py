@@ -31,6 +31,7 @@ from model.posformer.recognizer import PosFormerConfig
 from model.registry import config_from_dict, config_keys, recognizer_class, switch_kind
 
 from .augment import AugmentConfig
+from .degrade import DegradeConfig
 
 
 @dataclass
@@ -137,6 +138,7 @@ class TrainConfig:
     model: RecognizerConfig = field(default_factory=GryphOneConfig)  # model.kind picks the recognizer
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # training images only (train/augment.py)
+    degrade: DegradeConfig = field(default_factory=DegradeConfig)  # training images only (train/degrade.py)
     synth: SynthConfig = field(default_factory=SynthConfig)
     log: LogConfig = field(default_factory=LogConfig)
     batch_size: int = 32                 # global batch (split across DDP ranks)
@@ -462,7 +464,7 @@ def from_dict(d: dict) -> TrainConfig:
     d.update({name: _built(cls, groups[name]) for name, cls in
               (("eval", EvalConfig), ("optim", OptimConfig), ("data", DataConfig))})
     d["model"] = config_from_dict(d["model"])
-    for name, cls in (("pretrain", PretrainConfig), ("augment", AugmentConfig), ("synth", SynthConfig),
-                      ("log", LogConfig)):
+    for name, cls in (("pretrain", PretrainConfig), ("augment", AugmentConfig), ("degrade", DegradeConfig),
+                      ("synth", SynthConfig), ("log", LogConfig)):
         d[name] = _built(cls, d.get(name, {}))
     return TrainConfig(**d)

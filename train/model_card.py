@@ -56,6 +56,8 @@ def _recipe_lines(cfg: TrainConfig, loaded: Loaded, pretrain_minutes: float) -> 
     settings = {"batch": cfg.batch_size, "lr": cfg.optim.lr, "schedule": cfg.optim.schedule, "warmup steps": cfg.optim.warmup_steps,
                 "weight decay": cfg.optim.weight_decay, "EMA": cfg.optim.ema or "off", "augment.prob": cfg.augment.prob,
                 "normalized labels": cfg.data.normalize_labels, "seed": cfg.seed}
+    if cfg.degrade.prob:
+        settings["degrade.prob"] = cfg.degrade.prob
     if hasattr(m, "loss"):
         settings.update({"diffusion T": m.loss.T, "RMML": m.loss.rmml, "aux reader weight": m.aux_reader_weight})
     init = ([f"- fine-tuned: every weight started from `{cfg.init}`, whose own training data (and its terms) "

@@ -40,6 +40,7 @@ from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
+from .degrade import degrade_batch
 from .compiled import compile_for_training, compiler_works
 from .config import TrainConfig, from_dict, to_dict
 from .finetune import InitWeights, apply_init, read_init
@@ -390,6 +391,9 @@ class Trainer:
         if cfg.augment.prob > 0:  # its own stream, so the masks are the same with or without it
             aug_gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_033 + step * 137 + env.rank + 1)
             images = augment_batch(images, cfg.augment, aug_gen)
+        if cfg.degrade.prob > 0:  # after the geometry, as a page is printed, then scanned
+            deg_gen = torch.Generator(device=env.device).manual_seed(cfg.seed * 1_000_037 + step * 139 + env.rank + 2)
+            images = degrade_batch(images, cfg.degrade, deg_gen)
         self.model.train()
         with self.autocast:
             parts = self.module(images, tensors)
@@ -513,6 +517,7 @@ def train(cfg: TrainConfig, resume: bool = True, quick_eval: Callable | None = N
 
     quick_eval(model, step) -> dict, if given, runs every cfg.eval.every steps on rank 0."""
     cfg.augment.validate()
+    cfg.degrade.validate()
     env = setup_env(cfg)
     trainer = None
     try:
