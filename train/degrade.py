@@ -7,11 +7,11 @@ A GPU lease carries at most 64 MiB, so it takes three times the training images 
 quantized (`datasets_prep.subset --quantize`), with blur and noise drawn again here, on the device, at
 every
 step. The effects, in the order a page meets them: stroke weight (a fractional dilation or erosion),
-optical blur (a Gaussian of its own width per image) and sensor noise; then what the image intake does
-to every picture before a model sees it (datasets_prep.image_intake.ink_darkness: darkness below 0.15
-is paper, and the darkest ink is scaled to 1), so a degraded image looks like a stored or uploaded one
-(clean paper, noise left only in the ink) and never like something the intake cannot produce. JPEG's
-block artefacts are not drawn: blur and noise stand in for them.
+optical blur (a Gaussian of its own width per image) and sensor noise, drawn as they look after the
+image intake (datasets_prep.image_intake.ink_darkness), which every stored or uploaded picture went
+through: darkness below 0.15 is paper there, so the noise lands in the ink only and the paper stays
+clean, and the darkest ink is scaled to 1. A degraded image is one the intake could have produced.
+JPEG's block artefacts are not drawn: blur and noise stand in for them.
 
 Like train.augment, the draws come from the caller's generator (a resumed run repeats them), every
 image draws all its parameters whether or not an effect applies (so one image's draws do not shift the
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 MAX_BLUR = 3.0
 """The widest blur (sigma, pixels) a config may ask for: the kernel is 2 * ceil(3 sigma) + 1 wide."""
 PAPER_FLOOR = 0.15
-"""ink_darkness's cut: darkness below it is paper grain or compression noise, and set to 0."""
+"""ink_darkness's cut: darkness below it is paper (grain and compression noise there are set to 0)."""
 
 
 @dataclass
@@ -37,10 +37,10 @@ class DegradeConfig:
     stroke: tuple[float, float] = (-0.5, 1.0)  # stroke weight: < 0 erodes, > 0 dilates (share of one 3x3 step)
     p_stroke: float = 0.3
     blur: tuple[float, float] = (0.3, 1.0)     # Gaussian sigma in pixels (print_variation's range)
-    p_blur: float = 0.7                        # most images: a 1-bit image's edges are harder than any print's
+    p_blur: float = 0.7                        # most images: a quantized image's edges are harder than a print's
     noise: tuple[float, float] = (2.0, 12.0)   # noise standard deviation on the 0-255 scale (print_variation's)
     p_noise: float = 0.3
-    floor: float = PAPER_FLOOR                 # darkness below this becomes paper, as the image intake does
+    floor: float = PAPER_FLOOR                 # darkness below this is paper: no noise there, as the intake cleans it
 
     def __post_init__(self) -> None:
         self.validate()
@@ -74,12 +74,12 @@ def _stroke(images: torch.Tensor, amount: torch.Tensor) -> torch.Tensor:
     return torch.where(a >= 0, images + a * (grown - images), images + (-a) * (shrunk - images))
 
 
-def _blur(images: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-    """A separable Gaussian of width sigma[i] on image i (sigma 0: the image unchanged)."""
-    if not bool((sigma > 0).any()):
-        return images
+def _blur(images: torch.Tensor, sigma: torch.Tensor, widest: float) -> torch.Tensor:
+    """A separable Gaussian of width sigma[i] on image i (sigma 0: the image unchanged). The kernel's
+    size comes from the config's `widest` sigma, not from the draws: one shape every step, and nothing
+    read back from the device."""
     b, _, h, w = images.shape
-    radius = max(1, math.ceil(3 * float(sigma.max())))
+    radius = max(1, math.ceil(3 * widest))
     x = torch.arange(-radius, radius + 1, device=images.device, dtype=images.dtype)
     s = sigma.to(images.dtype).clamp_min(1e-3)[:, None]
     kernel = torch.exp(-0.5 * (x[None, :] / s) ** 2)
@@ -92,11 +92,10 @@ def _blur(images: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     return flat.reshape(b, 1, h, w)
 
 
-def _intake(images: torch.Tensor, floor: float) -> torch.Tensor:
-    """What the image intake leaves of a picture: darkness below `floor` is paper, the darkest ink 1."""
-    out = torch.where(images < floor, torch.zeros_like(images), images)
-    top = out.amax(dim=(1, 2, 3), keepdim=True)
-    return torch.where(top > 0, out / top.clamp_min(1e-6), out)
+def _darkest_to_one(images: torch.Tensor) -> torch.Tensor:
+    """Each image scaled so that its darkest ink is 1, as the intake scales it (blank images as they are)."""
+    top = images.amax(dim=(1, 2, 3), keepdim=True)
+    return torch.where(top > 0, images / top.clamp_min(1e-6), images)
 
 
 def degrade_batch(images: torch.Tensor, cfg: DegradeConfig, generator: torch.Generator) -> torch.Tensor:
@@ -110,7 +109,8 @@ def degrade_batch(images: torch.Tensor, cfg: DegradeConfig, generator: torch.Gen
     noise = _draw(b, *cfg.noise, cfg.p_noise, generator, dev) / 255.0
     grain = torch.randn(images.shape, generator=generator, device=dev, dtype=images.dtype)
     out = _stroke(images, stroke.to(images.dtype))
-    out = _blur(out, sigma)
+    out = _blur(out, sigma, cfg.blur[1])
+    grain = torch.where(out >= cfg.floor, grain, torch.zeros_like(grain))  # the intake's clean paper
     out = (out + noise[:, None, None, None].to(images.dtype) * grain).clamp_(0.0, 1.0)
-    out = _intake(out, cfg.floor)
+    out = _darkest_to_one(out)
     return torch.where(on[:, None, None, None], out, images)  # the rest exactly as they came
