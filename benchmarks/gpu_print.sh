@@ -16,6 +16,12 @@
 #   bash benchmarks/gpu_print.sh $OUT .carry/printed [MINUTES]
 # The runs build their vocabulary from the subset's labels: the subset above holds 362 of the whole
 # set's 383 tokens, and 3 of 419 valid and 5 of 444 test labels use one outside it (read as UNK).
+# Or the whole train split with 4 gray levels (53.8 MiB; the call 57.4 MiB; BENCHMARKS "Fewer gray
+# levels on the wire"): 3.3 times the training images and the CPU readers' vocabulary, at a cost not
+# yet measured in training (a reader trained on stored images reads 4-level valid images 0.4 BLEU-4
+# lower, 12 of its 52 exact formulas fewer); add DEGRADE=0.5 to draw blur and noise again:
+#   python -m datasets_prep.subset shards/printed-64x512 .carry/printed-q4 --split train --split valid \
+#       --split test --quantize train --max-mib 58
 # OUT/hvt and OUT/ar each get log.txt, metrics.jsonl, eval.json and NAME.pt (8 files: the tool's cap).
 # Extra splits of DATA named train_* join training (data.extra). COMPILE=1 compiles (HVT: its attention,
 # `compile_parts`; the AR baseline: its loss); the default is eager throughout, as the one GPU training
