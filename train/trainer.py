@@ -40,9 +40,9 @@ from model.registry import recognizer_class
 from tokenizer.label_spec import LabelSpec
 
 from .augment import augment_batch
-from .degrade import degrade_batch
 from .compiled import compile_for_training, compiler_works
 from .config import TrainConfig, from_dict, to_dict
+from .degrade import degrade_batch
 from .finetune import InitWeights, apply_init, read_init
 from .data import ShardDataset, SplitData, collate, epoch_batches, label_lengths, load_split_data, read_labels
 from .rng import restore_rng, rng_state
