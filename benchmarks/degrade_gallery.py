@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.font_gallery import FORMULAS  # noqa: E402
-from datasets_prep.quantize import quantize_gray  # noqa: E402
+from datasets_prep.quantize import quantize_png  # noqa: E402
 from datasets_prep.image_intake import fit_to_canvas, ink_darkness, to_gray_on_white  # noqa: E402
 from datasets_prep.synth.errors import SynthError  # noqa: E402
 from datasets_prep.synth.print_variation import PrintVariation  # noqa: E402
@@ -43,6 +43,18 @@ def stored(formula: str, index: int, variation: PrintVariation) -> np.ndarray:
     return np.rint((1.0 - fit_to_canvas(dark, CANVAS)) * 255.0).astype(np.uint8)
 
 
+def quantized(gray: np.ndarray, levels: int) -> np.ndarray:
+    """The image as `datasets_prep.subset --quantize` writes it, decoded back to uint8 gray."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(gray, mode="L").save(buf, format="PNG")
+    with Image.open(io.BytesIO(quantize_png(buf.getvalue(), levels))) as im:
+        return np.asarray(im.convert("L"), dtype=np.uint8)
+
+
 def rows_for(formula: str, index: int, variation: PrintVariation) -> list[tuple[str, np.ndarray]]:
     """(label, uint8 gray image) per row: stored, 4 and 2 levels, DRAWS degradations of the 4-level copy."""
     import torch
@@ -50,7 +62,7 @@ def rows_for(formula: str, index: int, variation: PrintVariation) -> list[tuple[
     from train.degrade import DegradeConfig, degrade_batch
 
     shard = stored(formula, index, variation)
-    four, two = (np.rint(255 * (1 - quantize_gray(shard, n) / (n - 1))).astype(np.uint8) for n in (4, 2))
+    four, two = (quantized(shard, n) for n in (4, 2))
     ink = torch.from_numpy(255 - four).float().div(255.0)[None, None].repeat(DRAWS, 1, 1, 1)
     out = degrade_batch(ink, DegradeConfig(prob=1.0), torch.Generator().manual_seed(index))
     drawn = [np.rint((1.0 - out[i, 0].numpy()) * 255.0).astype(np.uint8) for i in range(DRAWS)]

@@ -24,10 +24,15 @@ LEVELS = (2, 4, 16)
 DEFAULT_LEVELS = 4
 
 
+def check_levels(levels: int) -> None:
+    """ValueError unless `levels` is one of LEVELS."""
+    if levels not in LEVELS:
+        raise ValueError(f"--levels {levels}: one of {', '.join(map(str, LEVELS))}")
+
+
 def quantize_gray(gray: np.ndarray, levels: int = DEFAULT_LEVELS) -> np.ndarray:
     """uint8 gray (255 = paper) -> the index of the nearest of `levels` evenly spaced darknesses."""
-    if levels not in LEVELS:
-        raise ValueError(f"levels {levels}: one of {', '.join(map(str, LEVELS))}")
+    check_levels(levels)
     dark = (255 - gray.astype(np.int32)) * (levels - 1)
     return ((dark + 127) // 255).astype(np.uint8)  # round half up, in integers: no float ties
 
@@ -41,8 +46,7 @@ def palette(levels: int) -> list[int]:
 def quantize_png(data: bytes, levels: int = DEFAULT_LEVELS) -> bytes:
     """Image bytes (any mode decode reads) -> a palette PNG of the same size with `levels` grays;
     ImageError on a bad image, ValueError on a bad level count."""
-    if levels not in LEVELS:
-        raise ValueError(f"levels {levels}: one of {', '.join(map(str, LEVELS))}")
+    check_levels(levels)
     index = quantize_gray(np.asarray(decode(data).convert("L"), dtype=np.uint8), levels)
     image = Image.fromarray(index, mode="P")
     image.putpalette(palette(levels))

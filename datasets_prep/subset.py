@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .quantize import DEFAULT_LEVELS, LEVELS, quantize_table
 from .names import plain_name
+from .quantize import DEFAULT_LEVELS, LEVELS, check_levels, quantize_table
 from .shards import ShardError, load_split, split_names, write_dataset_dict, write_json, write_split
 
 SUBSET_FILE = "subset.json"
@@ -62,8 +62,8 @@ def subset(src: Path, out: Path, splits: list[tuple[str, int | None]], seed: int
             raise ValueError(f"{src}: no split {name!r} (it has {', '.join(available)})")
     if len({name for name, _ in splits}) != len(splits):
         raise ValueError("each split may be named once")
-    if quantize and levels not in LEVELS:
-        raise ValueError(f"--levels {levels}: one of {', '.join(map(str, LEVELS))}")
+    if quantize:
+        check_levels(levels)
     unknown = sorted(set(quantize) - {name for name, _ in splits})
     if unknown:
         raise ValueError(f"--quantize {', '.join(unknown)}: not among the copied splits")
