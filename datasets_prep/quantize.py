@@ -1,9 +1,9 @@
 """Shard images re-encoded with a few gray levels: a palette PNG of 1, 2 or 4 bits per pixel.
 
-Why: a printed training image carries its drawn blur, noise and JPEG artefacts, ~3.9 KB as PNG; with
-4 gray levels it is ~1 KB, with 2 (1 bit) ~0.5 KB (BENCHMARKS, "Fewer gray levels on the wire"), and a
-GPU lease's 64 MiB then holds three times the training images. Four levels is the default because at
-the printed canvas (64x512) thin strokes are drawn gray, not black: cut at mid-gray (2 levels) a
+Why: a printed training image carries its drawn blur, noise and JPEG artefacts: a shard row of the
+printed set is ~4.2 KB, ~1.3 KB with 4 gray levels, ~0.9 KB with 2 (BENCHMARKS, "Fewer gray levels on
+the wire"), and a GPU lease's 64 MiB then holds three times the training images. Four levels is the
+default because at the printed canvas (64x512) thin strokes are drawn gray, not black: cut at mid-gray (2 levels) a
 formula loses strokes, whole symbols at times (docs/img/degrade.png). The noise in the ink is mostly
 quantized away; the trainer can draw blur and noise again on the device (`degrade.prob`,
 train/degrade.py). Only training splits should be quantized: a split that is scored keeps the images

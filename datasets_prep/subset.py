@@ -11,7 +11,7 @@ original order (the sample is a set of row numbers drawn with `--seed`), the row
 are (images, labels, ids and the render spec in the schema's metadata: a model reads the copy
 exactly as the original), and `subset.json` records where each split came from and how many rows it
 kept. The source is never written to. `--quantize` re-encodes the named splits' images with
-`--levels` gray levels (datasets_prep.quantize: 4 levels, about a quarter of the bytes; train with
+`--levels` gray levels (datasets_prep.quantize: 4 levels, about a third of the bytes; train with
 `degrade.prob` to draw blur and noise again), and subset.json says which.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Why: the printed set bakes one draw of blur, noise and JPEG into each stored image (print_variation),
 so every epoch shows the same artefacts, and those artefacts are what makes a stored image large: a
-printed 64x512 PNG is ~3.9 KB, with 4 gray levels ~1 KB (BENCHMARKS, "Fewer gray levels on the wire").
+printed shard row is ~4.2 KB, ~1.3 KB with 4 gray levels (BENCHMARKS, "Fewer gray levels on the wire").
 A GPU lease carries at most 64 MiB, so it takes three times the training images when they travel
 quantized (`datasets_prep.subset --quantize`), with blur and noise drawn again here, on the device, at
 every
